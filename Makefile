@@ -1,0 +1,46 @@
+# machined — common entry points. `make run` and `make test` do all set-up on a fresh Debian machine.
+SHELL := /bin/bash
+STATE_DIR ?= ./state
+LISTEN ?= 127.0.0.1:50000
+
+.PHONY: deps deps-system build run test typecheck lint bench gen clean
+
+# Debian packages the tests and local services need (containerd, etcd, disk tools, ...).
+deps-system:
+	./scripts/install-system-deps.sh
+
+node_modules: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch node_modules
+
+deps: node_modules
+
+gen: deps
+	npm run gen
+
+build: deps
+	npm run build
+
+# Main job: machined in local mode, maintenance API on 127.0.0.1:50000, state in ./state.
+run: build
+	node dist/machined.mjs start --state-dir $(STATE_DIR) --listen $(LISTEN)
+
+typecheck: deps
+	npm run typecheck
+
+lint: deps
+	npm run lint:deps
+
+# The whole test suite (needs root for the daemon, namespace and disk tests; they skip with a reason otherwise).
+test: deps-system build
+	npm run typecheck
+	npm run lint:deps
+	npm test
+
+bench: build
+	npm run bench
+
+clean:
+	rm -rf dist build
+
+-include Makefile.image

@@ -1,0 +1,311 @@
+#!/usr/bin/env node
+// Step 3: assemble the two trees from build/<arch>/work/sysroot:
+//   rootfs/  -> rootfs.sqsh: the complete read-only root (node, agent, containerd, runc, etcd, ip, mkfs, CNI,
+//               curated kernel modules, /etc defaults from the repo's rootfs/)
+//   stage/   -> the early initramfs: only what /init needs to mount rootfs.sqsh (node, agent, loop/squashfs/...)
+// Libraries are found by following DT_NEEDED through the sysroot (readelf), so a package update that adds a
+// dependency fails here, at build time, instead of at boot.
+// Env (from image/env.sh): ARCH TOP SYSROOT ROOTFS STAGE TRIPLET NODE_ARCH; AGENT = bundle path
+// (default dist/machined.mjs); AGENT_EXTERNALS = node_modules packages the bundle keeps external ("koffi").
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+
+const env = (k, d) => process.env[k] ?? d ?? die(`missing env ${k}`);
+function die(msg) {
+  console.error(`mkroot: ${msg}`);
+  process.exit(1);
+}
+const ARCH = env("ARCH");
+const TOP = env("TOP");
+const SYSROOT = env("SYSROOT");
+const ROOTFS = env("ROOTFS");
+const STAGE = env("STAGE");
+const TRIPLET = env("TRIPLET");
+const NODE_ARCH = env("NODE_ARCH");
+const STRIP = env("STRIP", ARCH === "arm64" ? "aarch64-linux-gnu-strip" : "strip");
+const AGENT = env("AGENT", path.join(TOP, "dist/machined.mjs"));
+const EXTERNALS = env("AGENT_EXTERNALS", "koffi").split(/[ ,]+/).filter(Boolean);
+const KVER = fs.readFileSync(path.join(TOP, "build/cache", ARCH, "kernel-release"), "utf8").trim();
+const VERSION = env("IMAGE_VERSION", "dev");
+
+if (!fs.existsSync(AGENT)) die(`agent bundle ${AGENT} not found: run \`npm run build\` or pass AGENT=/path/to/bundle.mjs`);
+
+// Programs taken from the Debian packages: sysroot path -> path in the image (merged /usr).
+const PROGRAMS = [
+  "usr/bin/containerd",
+  "usr/bin/containerd-shim-runc-v2",
+  "usr/bin/ctr",
+  "usr/sbin/runc",
+  "usr/bin/etcd",
+  "usr/bin/etcdctl",
+  "bin/ip",
+  "sbin/mkfs.xfs",
+  "sbin/xfs_repair",
+  "usr/sbin/xfs_growfs",
+  "sbin/mkfs.fat",
+  "sbin/fsck.fat",
+];
+const CNI_DIR = "usr/lib/cni"; // Debian's containernetworking-plugins location (not /opt/cni/bin)
+
+// Kernel modules left out of rootfs.sqsh: hardware an API-only server OS never drives (sound, GPUs, cameras,
+// radios, input devices). Whatever a kept module depends on is added back by the closure below.
+const MODULE_EXCLUDES = [
+  "kernel/sound/",
+  "kernel/drivers/gpu/",
+  "kernel/drivers/media/",
+  "kernel/drivers/staging/",
+  "kernel/drivers/iio/",
+  "kernel/drivers/comedi/",
+  "kernel/drivers/isdn/",
+  "kernel/drivers/bluetooth/",
+  "kernel/drivers/net/wireless/",
+  "kernel/drivers/input/",
+  "kernel/drivers/hid/",
+  "kernel/drivers/video/",
+  "kernel/drivers/mtd/",
+  "kernel/drivers/w1/",
+  "kernel/drivers/leds/",
+  "kernel/drivers/nfc/",
+  "kernel/drivers/infiniband/",
+  "kernel/net/bluetooth/",
+  "kernel/net/mac80211/",
+  "kernel/net/wireless/",
+  "kernel/net/nfc/",
+  "kernel/net/ieee802154/",
+  "kernel/net/mac802154/",
+  "kernel/net/6lowpan/",
+];
+// The early initramfs carries only what mounting rootfs.sqsh needs, plus the watchdogs so the agent can arm one
+// before anything else can hang; every other module comes from the full set inside rootfs.sqsh.
+const STAGE_MODULES = ["loop", "squashfs", "overlay", "softdog", "i6300esb"];
+
+// ---------------------------------------------------------------- helpers
+const rel = (p) => p.replace(/^\/+/, "");
+function mkdirp(p) {
+  fs.mkdirSync(p, { recursive: true });
+}
+function copy(src, dst, mode) {
+  mkdirp(path.dirname(dst));
+  fs.copyFileSync(src, dst);
+  fs.chmodSync(dst, mode ?? fs.statSync(src).mode & 0o7777);
+}
+function symlink(target, at) {
+  mkdirp(path.dirname(at));
+  fs.rmSync(at, { force: true });
+  fs.symlinkSync(target, at);
+}
+/** Resolves symlinks inside the sysroot (absolute link targets are relative to the sysroot, not the host). */
+function resolveIn(root, p, depth = 0) {
+  if (depth > 40) die(`symlink loop at ${p}`);
+  const parts = rel(p).split("/");
+  let cur = "";
+  for (let i = 0; i < parts.length; i++) {
+    const next = cur ? `${cur}/${parts[i]}` : parts[i];
+    const st = fs.lstatSync(path.join(root, next), { throwIfNoEntry: false });
+    if (!st) return null;
+    if (st.isSymbolicLink()) {
+      const t = fs.readlinkSync(path.join(root, next));
+      const base = t.startsWith("/") ? rel(t) : path.posix.normalize(path.posix.join(path.posix.dirname(next), t));
+      return resolveIn(root, [base, ...parts.slice(i + 1)].join("/"), depth + 1);
+    }
+    cur = next;
+  }
+  return cur;
+}
+/** Merged-/usr: /bin, /sbin, /lib of a Debian package land under /usr in the image. */
+const usrPath = (p) => rel(p).replace(/^(bin|sbin|lib|lib64)\//, "usr/$1/");
+
+function readelf(file, flag) {
+  return execFileSync("readelf", [flag, "-W", file], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+}
+function isElf(file) {
+  const fd = fs.openSync(file, "r");
+  const b = Buffer.alloc(4);
+  fs.readSync(fd, b, 0, 4, 0);
+  fs.closeSync(fd);
+  return b.toString("latin1") === "\x7fELF";
+}
+const LIB_DIRS = [`lib/${TRIPLET}`, `usr/lib/${TRIPLET}`, "lib", "usr/lib"];
+function findLib(soname) {
+  for (const d of LIB_DIRS) {
+    const r = resolveIn(SYSROOT, `${d}/${soname}`);
+    if (r && fs.statSync(path.join(SYSROOT, r)).isFile()) return r;
+  }
+  return null;
+}
+
+/** Copies the shared libraries (and the ELF interpreter) that the ELF files in `files` need into `root`. */
+function addLibraries(root, files) {
+  const seen = new Set();
+  const queue = [...files];
+  const missing = [];
+  while (queue.length) {
+    const f = queue.shift();
+    if (!isElf(f)) continue;
+    const dyn = readelf(f, "-d");
+    for (const m of dyn.matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)) {
+      const so = m[1];
+      if (seen.has(so)) continue;
+      seen.add(so);
+      const src = findLib(so);
+      if (!src) {
+        missing.push(`${so} (needed by ${path.relative(root, f)})`);
+        continue;
+      }
+      const dst = path.join(root, "usr/lib", TRIPLET, so);
+      copy(path.join(SYSROOT, src), dst);
+      queue.push(dst);
+    }
+    const interp = /Requesting program interpreter: ([^\]]+)\]/.exec(readelf(f, "-l"))?.[1];
+    if (interp && !seen.has(interp)) {
+      seen.add(interp);
+      const src = resolveIn(SYSROOT, interp) ?? die(`interpreter ${interp} not in sysroot`);
+      const real = path.join(root, "usr/lib", TRIPLET, path.basename(interp));
+      copy(path.join(SYSROOT, src), real);
+      // keep the exact PT_INTERP path valid: /lib64/ld-linux-x86-64.so.2 or /lib/ld-linux-aarch64.so.1
+      const at = path.join(root, usrPath(interp));
+      if (at !== real) symlink(path.relative(path.dirname(at), real), at);
+    }
+  }
+  if (missing.length) die(`shared libraries not found in the sysroot (add their package to image/debs.txt):\n  ${missing.join("\n  ")}`);
+  return seen.size;
+}
+
+/** The skeleton both trees share: merged-/usr links and the mount points PID 1 uses. */
+function skeleton(root, extraDirs) {
+  fs.rmSync(root, { recursive: true, force: true });
+  for (const d of ["usr/bin", "usr/sbin", "usr/lib", "dev", "proc", "sys", "run", "tmp", "etc", ...extraDirs]) mkdirp(path.join(root, d));
+  symlink("usr/bin", path.join(root, "bin"));
+  symlink("usr/sbin", path.join(root, "sbin"));
+  symlink("usr/lib", path.join(root, "lib"));
+  if (ARCH === "amd64") {
+    mkdirp(path.join(root, "usr/lib64"));
+    symlink("usr/lib64", path.join(root, "lib64"));
+  }
+}
+
+function installNodeAndAgent(root) {
+  const node = path.join(root, "usr/bin/node");
+  execFileSync(STRIP, ["-o", node, path.join(SYSROOT, "opt/node/node")]);
+  fs.chmodSync(node, 0o755);
+  copy(path.join(SYSROOT, "opt/node/LICENSE"), path.join(root, "usr/share/doc/node/LICENSE"), 0o644);
+  const lib = path.join(root, "usr/lib/machined");
+  copy(AGENT, path.join(lib, "machined.mjs"), 0o644);
+  // Packages the bundle keeps external because they carry native code: copy them with only this arch's binary.
+  for (const name of EXTERNALS) {
+    const src = path.join(TOP, "node_modules", name);
+    if (!fs.existsSync(src)) {
+      console.error(`mkroot: warning: external package ${name} not in node_modules; the agent must not need it`);
+      continue;
+    }
+    fs.cpSync(src, path.join(lib, "node_modules", name), {
+      recursive: true,
+      filter: (s) => {
+        const r = path.relative(src, s);
+        if (/^(doc|src|test|.*\.d\.ts|.*\.md)$/.test(r)) return false;
+        const m = /^build\/[^/]+\/([^/]+)/.exec(r); // koffi: build/koffi/<platform_arch>/koffi.node
+        return !m || m[1] === `linux_${NODE_ARCH}`;
+      },
+    });
+  }
+  const init = path.join(TOP, "rootfs/init");
+  copy(init, path.join(root, "init"), 0o755);
+  writeOsRelease(root);
+  return [node];
+}
+
+function writeOsRelease(root) {
+  const tpl = fs.readFileSync(path.join(TOP, "rootfs/etc/os-release"), "utf8");
+  const dst = path.join(root, "etc/os-release");
+  mkdirp(path.dirname(dst));
+  fs.writeFileSync(dst, tpl.replaceAll("@VERSION@", VERSION).replaceAll("@ARCH@", ARCH));
+}
+
+// ---------------------------------------------------------------- modules
+const MOD_SRC = path.join(SYSROOT, "lib/modules", KVER);
+function parseDep() {
+  const deps = new Map();
+  for (const line of fs.readFileSync(path.join(MOD_SRC, "modules.dep"), "utf8").split("\n")) {
+    const i = line.indexOf(":");
+    if (i < 0) continue;
+    deps.set(line.slice(0, i), line.slice(i + 1).trim().split(/\s+/).filter(Boolean));
+  }
+  return deps;
+}
+const modName = (p) => path.basename(p).replace(/\.ko(\..*)?$/, "").replaceAll("-", "_");
+function closure(deps, roots) {
+  const out = new Set();
+  const visit = (m) => {
+    if (out.has(m)) return;
+    out.add(m);
+    for (const d of deps.get(m) ?? []) visit(d);
+  };
+  roots.forEach(visit);
+  return out;
+}
+function installModules(root, set) {
+  const dst = path.join(root, "usr/lib/modules", KVER);
+  let bytes = 0;
+  for (const m of set) {
+    copy(path.join(MOD_SRC, m), path.join(dst, m), 0o644);
+    bytes += fs.statSync(path.join(MOD_SRC, m)).size;
+  }
+  for (const f of ["modules.order", "modules.builtin", "modules.builtin.modinfo"]) copy(path.join(MOD_SRC, f), path.join(dst, f), 0o644);
+  execFileSync("depmod", ["-b", root, KVER]); // writes modules.dep/.alias/... for exactly this subset
+  return bytes;
+}
+
+// ---------------------------------------------------------------- rootfs.sqsh tree
+const deps = parseDep();
+skeleton(ROOTFS, ["var", "system", "mnt", "sysroot", "etc/cni/net.d", "etc/cri/conf.d", "etc/kubernetes", "opt/cni"]);
+const elves = installNodeAndAgent(ROOTFS);
+for (const p of PROGRAMS) {
+  const src = resolveIn(SYSROOT, p) ?? die(`${p} not found in the sysroot`);
+  const dst = path.join(ROOTFS, usrPath(p));
+  copy(path.join(SYSROOT, src), dst);
+  elves.push(dst);
+}
+for (const f of fs.readdirSync(path.join(SYSROOT, CNI_DIR))) {
+  copy(path.join(SYSROOT, CNI_DIR, f), path.join(ROOTFS, CNI_DIR, f));
+  elves.push(path.join(ROOTFS, CNI_DIR, f));
+}
+symlink("../../usr/lib/cni", path.join(ROOTFS, "opt/cni/bin")); // where kubelet and CNI configs look by default
+const libCount = addLibraries(ROOTFS, elves);
+
+// static files from the repo (init and os-release are handled above)
+fs.cpSync(path.join(TOP, "rootfs"), ROOTFS, {
+  recursive: true,
+  verbatimSymlinks: true,
+  filter: (s) => !["init", "etc/os-release"].includes(path.relative(path.join(TOP, "rootfs"), s)),
+});
+// TLS roots: what update-ca-certificates would generate, for containerd's registry pulls
+const caDir = path.join(SYSROOT, "usr/share/ca-certificates/mozilla");
+const bundle = fs.readdirSync(caDir).sort().map((f) => fs.readFileSync(path.join(caDir, f), "utf8").trimEnd() + "\n");
+mkdirp(path.join(ROOTFS, "etc/ssl/certs"));
+fs.writeFileSync(path.join(ROOTFS, "etc/ssl/certs/ca-certificates.crt"), bundle.join(""));
+
+const keep = [...deps.keys()].filter((m) => !MODULE_EXCLUDES.some((x) => m.startsWith(x)));
+const rootMods = closure(deps, keep);
+const rootModBytes = installModules(ROOTFS, rootMods);
+
+// ---------------------------------------------------------------- early initramfs tree
+skeleton(STAGE, ["sysroot"]);
+const stageElves = installNodeAndAgent(STAGE);
+addLibraries(STAGE, stageElves);
+const byName = new Map([...deps.keys()].map((m) => [modName(m), m]));
+const builtin = new Set(
+  fs.readFileSync(path.join(MOD_SRC, "modules.builtin"), "utf8").split("\n").filter(Boolean).map(modName),
+);
+const stageRoots = [];
+for (const n of STAGE_MODULES) {
+  if (byName.has(n)) stageRoots.push(byName.get(n));
+  else if (!builtin.has(n)) console.error(`mkroot: note: module ${n} does not exist for ${KVER}; skipped`);
+}
+const stageMods = closure(deps, stageRoots);
+installModules(STAGE, stageMods);
+
+console.error(
+  `mkroot: rootfs: ${elves.length} programs, ${libCount} libraries, ${rootMods.size}/${deps.size} modules ` +
+    `(${(rootModBytes / 2 ** 20).toFixed(1)} MiB); stage: ${stageMods.size} modules [${[...stageMods].map(modName).join(" ")}]`,
+);

@@ -1,0 +1,15 @@
+/** What the API edge needs from the layers below. Built by pid1/cli wiring; handlers take only this. */
+import type { Logger } from "pino";
+import type { Node } from "../lifecycle/node.js";
+import type { State } from "../state/types.js";
+import type { TypeRegistry } from "../machinery/resources/registry.js";
+
+export interface ApiDeps {
+  node: Node;
+  state: State;
+  types: TypeRegistry;
+  log: Logger;
+  platform: { name: string; mode: string };
+  /** Names and addresses that refer to this node (for `node`/`nodes` routing). */
+  localNames(): string[];
+}

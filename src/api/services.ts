@@ -1,0 +1,29 @@
+/** Assembles every handler group into the per-service handler map the server registers. */
+import { MachineService } from "../machinery/api/gen/machine/machine_pb.js";
+import type { ApiDeps } from "./deps.js";
+import type { ServiceHandlers } from "./server.js";
+import { versionHandlers } from "./handlers/version.js";
+import { applyHandlers } from "./handlers/apply.js";
+import { eventsHandlers } from "./handlers/events.js";
+import { powerHandlers } from "./handlers/power.js";
+import { fileHandlers } from "./handlers/files.js";
+import { systemHandlers } from "./handlers/system.js";
+import { accessHandlers } from "./handlers/access.js";
+import { cosiHandlers } from "./handlers/cosi.js";
+import { State as CosiState } from "../machinery/api/gen/cosi/state_pb.js";
+
+export function buildServices(deps: ApiDeps): ServiceHandlers {
+  const machine = {
+    ...versionHandlers(deps),
+    ...applyHandlers(deps),
+    ...eventsHandlers(deps),
+    ...powerHandlers(deps),
+    ...fileHandlers(deps),
+    ...systemHandlers(deps),
+    ...accessHandlers(deps),
+  };
+  return new Map([
+    [MachineService, machine],
+    [CosiState, cosiHandlers(deps)],
+  ]);
+}

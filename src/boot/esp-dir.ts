@@ -1,0 +1,77 @@
+/** EspFs over a mounted directory (the running node's ESP mount, or a plain folder in tests). */
+import { promises as fs } from "node:fs";
+import { dirname, join } from "node:path";
+import { joinEsp, type EspEntry, type EspFs } from "./esp.js";
+
+export class DirEsp implements EspFs {
+  readonly where: string;
+
+  constructor(private readonly root: string) {
+    this.where = `ESP mounted at ${root}`;
+  }
+
+  private p(path: string): string {
+    return join(this.root, joinEsp(path));
+  }
+
+  async list(dir: string): Promise<EspEntry[]> {
+    try {
+      const ents = await fs.readdir(this.p(dir), { withFileTypes: true });
+      return ents.map((e) => ({ name: e.name, dir: e.isDirectory() }));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw err;
+    }
+  }
+
+  async read(path: string): Promise<Buffer | undefined> {
+    try {
+      return await fs.readFile(this.p(path));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw err;
+    }
+  }
+
+  async write(path: string, data: Uint8Array): Promise<void> {
+    const fh = await fs.open(this.p(path), "w");
+    try {
+      await fh.writeFile(data);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
+
+  async copyIn(hostPath: string, path: string): Promise<void> {
+    await fs.copyFile(hostPath, this.p(path));
+  }
+
+  async rename(from: string, to: string): Promise<void> {
+    await fs.rename(this.p(from), this.p(to));
+    // make the rename durable: it is the commit point for boot entries
+    const dh = await fs.open(dirname(this.p(to)), "r");
+    try {
+      await dh.sync();
+    } finally {
+      await dh.close();
+    }
+  }
+
+  async remove(path: string): Promise<void> {
+    await fs.rm(this.p(path), { force: true });
+  }
+
+  async mkdir(path: string): Promise<void> {
+    await fs.mkdir(this.p(path), { recursive: true });
+  }
+
+  async exists(path: string): Promise<boolean> {
+    try {
+      await fs.access(this.p(path));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * EspFs over mtools ("img@@offset"), so install and tests can edit a FAT filesystem inside a disk image
+ * without loop devices or root. Each call is one short-lived mtools process.
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { joinEsp, type EspEntry, type EspFs } from "./esp.js";
+import { runTool, ToolError } from "./tools.js";
+
+function isNotFound(err: unknown): boolean {
+  return err instanceof ToolError && /not found|No such file/i.test(err.stderr);
+}
+
+export class MtoolsEsp implements EspFs {
+  readonly where: string;
+  private readonly image: string;
+
+  constructor(imagePath: string, offsetBytes = 0) {
+    this.image = offsetBytes > 0 ? `${imagePath}@@${offsetBytes}` : imagePath;
+    this.where = `ESP in ${imagePath} at offset ${offsetBytes}`;
+  }
+
+  private p(path: string): string {
+    return `::${joinEsp(path)}`;
+  }
+
+  async list(dir: string): Promise<EspEntry[]> {
+    try {
+      const { stdout } = await runTool("mdir", ["-i", this.image, "-b", this.p(dir) + "/"]);
+      const prefix = this.p(dir).replace(/\/$/, "") + "/";
+      return stdout
+        .toString("utf8")
+        .split("\n")
+        .filter((l) => l.length > 0)
+        .map((l) => {
+          const rel = l.startsWith(prefix) ? l.slice(prefix.length) : l.slice(l.lastIndexOf("/", l.length - 2) + 1);
+          const dirEntry = rel.endsWith("/");
+          return { name: dirEntry ? rel.slice(0, -1) : rel, dir: dirEntry };
+        })
+        .filter((e) => e.name !== "." && e.name !== ".." && e.name.length > 0);
+    } catch (err) {
+      if (isNotFound(err)) return [];
+      throw err;
+    }
+  }
+
+  async read(path: string): Promise<Buffer | undefined> {
+    try {
+      return (await runTool("mcopy", ["-n", "-i", this.image, this.p(path), "-"])).stdout;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async write(path: string, data: Uint8Array): Promise<void> {
+    // mcopy cannot read stdin reliably for binary data; stage through a private temp file.
+    const dir = await mkdtemp(join(tmpdir(), "machined-esp-"));
+    try {
+      const tmp = join(dir, "data");
+      await writeFile(tmp, data);
+      await this.copyIn(tmp, path);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  async copyIn(hostPath: string, path: string): Promise<void> {
+    await runTool("mcopy", ["-n", "-o", "-D", "o", "-i", this.image, hostPath, this.p(path)]);
+  }
+
+  async rename(from: string, to: string): Promise<void> {
+    await runTool("mmove", ["-D", "o", "-i", this.image, this.p(from), this.p(to)]);
+  }
+
+  async remove(path: string): Promise<void> {
+    try {
+      await runTool("mdel", ["-i", this.image, this.p(path)]);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  async mkdir(path: string): Promise<void> {
+    const parts = joinEsp(path).split("/").filter(Boolean);
+    let cur = "";
+    for (const part of parts) {
+      cur += `/${part}`;
+      if (await this.exists(cur)) continue;
+      await runTool("mmd", ["-i", this.image, this.p(cur)]);
+    }
+  }
+
+  async exists(path: string): Promise<boolean> {
+    const norm = joinEsp(path);
+    if (norm === "/") return true;
+    const slash = norm.lastIndexOf("/");
+    const parent = norm.slice(0, slash) || "/";
+    const name = norm.slice(slash + 1).toLowerCase();
+    return (await this.list(parent)).some((e) => e.name.toLowerCase() === name);
+  }
+}

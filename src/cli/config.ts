@@ -1,0 +1,43 @@
+/** `machined config validate` and `machined config patch` (same meaning as `talosctl machineconfig patch`). */
+import { promises as fs, readFileSync } from "node:fs";
+import type { Command } from "./args.js";
+import { UsageError } from "./args.js";
+import { loadConfig } from "../machinery/config/index.js";
+import { validateConfig } from "../machinery/config/validate.js";
+import { applyPatches, parsePatch, resolvePatchArg } from "../machinery/config/patch/index.js";
+
+export const configValidateCommand: Command = {
+  name: "config validate",
+  summary: "load and validate a machine config file, printing every problem with its YAML path",
+  usage: "machined config validate FILE [--mode metal|container|local]",
+  options: { mode: { type: "string", default: "metal" } },
+  positionals: 1,
+  async run(values, [file]) {
+    const mode = String(values.mode);
+    if (!["metal", "container", "local"].includes(mode)) throw new UsageError(`config validate: --mode must be metal, container or local, got "${mode}"`);
+    const cfg = loadConfig(await fs.readFile(file));
+    const { warnings } = validateConfig(cfg, { mode: mode as "metal" | "container" | "local" });
+    for (const w of [...cfg.warnings, ...warnings]) console.error(`WARNING: ${w}`);
+    console.log(`${file} is valid for ${mode} mode`);
+  },
+};
+
+export const configPatchCommand: Command = {
+  name: "config patch",
+  summary: "apply strategic-merge or RFC 6902 patches (@file or inline) to a machine config",
+  usage: "machined config patch FILE --patch @PATCH [--patch ...] [-o OUT]",
+  options: {
+    patch: { type: "string", short: "p", multiple: true },
+    "output": { type: "string", short: "o" },
+  },
+  positionals: 1,
+  async run(values, [file]) {
+    const args = (values.patch as string[] | undefined) ?? [];
+    if (args.length === 0) throw new UsageError("config patch: at least one --patch is required");
+    const patches = args.map((a) => parsePatch(resolvePatchArg(a, (p) => readFileSync(p, "utf8"))));
+    const out = applyPatches(await fs.readFile(file, "utf8"), patches);
+    const target = values.output as string | undefined;
+    if (target) await fs.writeFile(target, out);
+    else process.stdout.write(out);
+  },
+};

@@ -1,0 +1,241 @@
+/**
+ * The node: which mode it is in (maintenance or configured), its active config, its stage, and the
+ * sequences that change them (apply, reboot, shutdown). In local mode reboots are simulated: the event
+ * log restarts, the boot id changes and the boot sequence runs again, so talosctl's trackers complete.
+ */
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import { loadConfig, type MachineConfig } from "../machinery/config/index.js";
+import { newResource } from "../machinery/resources/resource.js";
+import { CONFIG_NS, MachineConfigType, MachineTypeType, YAML_SPEC_ANNOTATION } from "../machinery/resources/types/config.js";
+import { RUNTIME_NS, VersionType, type UnmetCondition } from "../machinery/resources/types/runtime.js";
+import { API_TAG, OS_NAME } from "../machinery/version.js";
+import { failedPrecondition } from "../machinery/errors.js";
+import type { EventBus } from "../state/events.js";
+import type { State } from "../state/types.js";
+import { ConfigApplier } from "./apply.js";
+import { ConfigStore } from "./config-store.js";
+import { MachineStatusTracker } from "./machine-status.js";
+import { SequenceReporter } from "./sequence.js";
+
+export interface NodeOptions {
+  stateDir: string;
+  /** True when not PID 1: reboots are simulated and the host is only observed. */
+  local: boolean;
+  log: Logger;
+  state: State;
+  events: EventBus;
+}
+
+export type NodeMode = "maintenance" | "configured";
+
+/** Hooks the API layer registers to follow mode and config changes (e.g. to switch TLS). */
+export interface NodeListener {
+  onConfigChanged(cfg: MachineConfig | undefined): void | Promise<void>;
+}
+
+const CONFIG_OWNER = "";
+const MACHINE_TYPE_OWNER = "config.MachineTypeController";
+
+export class Node {
+  readonly store: ConfigStore;
+  readonly status: MachineStatusTracker;
+  readonly applier: ConfigApplier;
+  readonly log: Logger;
+  readonly state: State;
+  readonly events: EventBus;
+  readonly local: boolean;
+  bootId = randomUUID();
+  private config: MachineConfig | undefined;
+  private tryTimer: NodeJS.Timeout | undefined;
+  private tryPrevious: MachineConfig | undefined;
+  private listeners: NodeListener[] = [];
+  private extraConditions = new Map<string, string>();
+  private busySequence: string | undefined;
+
+  constructor(opts: NodeOptions) {
+    this.log = opts.log;
+    this.state = opts.state;
+    this.events = opts.events;
+    this.local = opts.local;
+    this.store = new ConfigStore(opts.stateDir);
+    this.status = new MachineStatusTracker(this.state, this.events);
+    const self = this;
+    this.applier = new ConfigApplier({
+      get maintenance() {
+        return self.mode === "maintenance";
+      },
+      validationMode: opts.local ? "local" : "metal",
+      activeConfig: () => this.config,
+      commit: (cfg, how) => this.commit(cfg, how),
+      armTryRevert: (ms) => this.armTryRevert(ms),
+    });
+  }
+
+  get mode(): NodeMode {
+    return this.config ? "configured" : "maintenance";
+  }
+
+  get activeConfig(): MachineConfig | undefined {
+    return this.config;
+  }
+
+  addListener(l: NodeListener): void {
+    this.listeners.push(l);
+  }
+
+  /** Boot: load the stored config (applying a staged one first) and reach the running or maintenance stage. */
+  async boot(): Promise<void> {
+    await this.store.init();
+    this.state.apply(newResource({ namespace: RUNTIME_NS, type: VersionType.type, id: "version" }, { version: API_TAG, name: OS_NAME }), "runtime.VersionController");
+    const seq = new SequenceReporter(this.events, "boot", "");
+    seq.start();
+    this.status.setStage("booting");
+    await seq.phase("config", [["loadConfig", () => this.loadStored()]]);
+    if (this.config) {
+      this.status.setStage("running");
+      this.evaluateReadiness();
+    } else {
+      this.status.setStage("maintenance");
+    }
+    seq.stop();
+  }
+
+  private async loadStored(): Promise<void> {
+    const staged = await this.store.readStaged();
+    if (staged) {
+      try {
+        const cfg = loadConfig(staged);
+        await this.store.writeActive(cfg.encode());
+        this.log.info("applied the staged config at boot");
+      } catch (err) {
+        this.log.error({ err }, "staged config is unreadable; keeping the active one");
+      }
+      await this.store.clearStaged();
+    }
+    const active = await this.store.readActive();
+    if (!active) return;
+    try {
+      await this.activate(loadConfig(active));
+    } catch (err) {
+      // A stored config we can't read any more must not brick the node: stay in maintenance and say why.
+      this.log.error({ err }, "stored config failed to load; staying in maintenance mode");
+    }
+  }
+
+  private async commit(cfg: MachineConfig, how: "live" | "staged" | "try"): Promise<void> {
+    if (how === "staged") {
+      await this.store.writeStaged(cfg.encode());
+      return;
+    }
+    if (how === "live") await this.store.writeActive(cfg.encode());
+    else this.tryPrevious ??= this.config;
+    await this.activate(cfg);
+  }
+
+  private async activate(cfg: MachineConfig | undefined): Promise<void> {
+    const wasMaintenance = this.mode === "maintenance";
+    this.config = cfg;
+    this.publishConfigResources();
+    for (const l of this.listeners) await l.onConfigChanged(cfg);
+    if (cfg && wasMaintenance && this.status.current.stage === "maintenance") {
+      this.status.setStage("booting");
+      this.status.setStage("running");
+    }
+    this.evaluateReadiness();
+  }
+
+  private armTryRevert(ms: number | undefined): void {
+    if (this.tryTimer) clearTimeout(this.tryTimer);
+    this.tryTimer = undefined;
+    if (ms === undefined) {
+      this.tryPrevious = undefined;
+      return;
+    }
+    this.tryTimer = setTimeout(() => {
+      const previous = this.tryPrevious;
+      this.tryPrevious = undefined;
+      this.tryTimer = undefined;
+      this.log.info("try-mode config timed out; reverting to the persisted config");
+      void this.store.readActive().then((bytes) => this.activate(bytes ? loadConfig(bytes) : previous));
+    }, ms);
+    this.tryTimer.unref();
+  }
+
+  private publishConfigResources(): void {
+    const mcPtr = { namespace: CONFIG_NS, type: MachineConfigType.type, id: "v1alpha1" };
+    const mtPtr = { namespace: CONFIG_NS, type: MachineTypeType.type, id: "machine-type" };
+    if (!this.config) {
+      for (const [p, owner] of [[mcPtr, CONFIG_OWNER], [mtPtr, MACHINE_TYPE_OWNER]] as const) {
+        if (this.state.get(p)) this.state.destroy(p, owner);
+      }
+      return;
+    }
+    const mc = newResource(mcPtr, new TextDecoder().decode(this.config.encode()), CONFIG_OWNER);
+    mc.metadata.annotations[YAML_SPEC_ANNOTATION] = "1";
+    this.state.apply(mc, CONFIG_OWNER);
+    this.state.apply(newResource(mtPtr, this.config.machineType(), MACHINE_TYPE_OWNER), MACHINE_TYPE_OWNER);
+  }
+
+  /** Conditions other layers report (e.g. "apid": waiting for a certificate). */
+  setCondition(name: string, reason: string | undefined): void {
+    if (reason === undefined) this.extraConditions.delete(name);
+    else this.extraConditions.set(name, reason);
+    this.evaluateReadiness();
+  }
+
+  evaluateReadiness(): void {
+    const unmet: UnmetCondition[] = [...this.extraConditions].map(([name, reason]) => ({ name, reason }));
+    this.status.setReadiness(unmet);
+  }
+
+  /** Reboot (or its simulation in local mode). Returns once the sequence has started. */
+  reboot(actorId: string): void {
+    this.runSequence("reboot", actorId, async (seq) => {
+      this.status.setStage("rebooting", actorId);
+      await seq.phase("stopEverything", [["stopAllServices", () => this.stopServices()]]);
+      seq.stop();
+      await this.restart();
+    });
+  }
+
+  shutdown(actorId: string): void {
+    this.runSequence("shutdown", actorId, async (seq) => {
+      this.status.setStage("shutting down", actorId);
+      await seq.phase("stopEverything", [["stopAllServices", () => this.stopServices()]]);
+      seq.stop();
+      this.log.warn("shutdown requested; in local mode the process keeps serving");
+    });
+  }
+
+  private runSequence(name: string, actorId: string, body: (seq: SequenceReporter) => Promise<void>): void {
+    if (this.busySequence) throw failedPrecondition(`sequence "${this.busySequence}" is already running`);
+    this.busySequence = name;
+    const seq = new SequenceReporter(this.events, name, actorId);
+    seq.start();
+    // Run after the reply is sent, like upstream's goroutine.
+    setTimeout(() => {
+      body(seq)
+        .catch((err) => {
+          this.log.error({ err }, `${name} sequence failed`);
+          seq.stop((err as Error).message);
+        })
+        .finally(() => {
+          this.busySequence = undefined;
+        });
+    }, 200);
+  }
+
+  /** Hook for the supervisor: stop every service before reboot/shutdown. */
+  stopServices: () => Promise<void> = async () => {};
+
+  /** Simulated reboot: new boot id, fresh event log, boot sequence again. */
+  private async restart(): Promise<void> {
+    if (!this.local) throw new Error("real reboot is handled by pid1");
+    this.armTryRevert(undefined);
+    this.bootId = randomUUID();
+    this.events.reset();
+    this.config = undefined;
+    await this.boot();
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * `yaml_spec` text for a YAML-shaped spec, laid out like Go's yaml.v3 `Marshal` (what COSI uses):
+ * 4-space indentation with indented sequences, keys in insertion order, no line folding, literal
+ * blocks for multi-line strings, and the same quoting decisions — double quotes for strings that would
+ * otherwise read back as another type (including YAML 1.1 booleans such as `yes`/`on`), single quotes
+ * only when a plain scalar is impossible. talosctl re-parses this text, so the layout is cosmetic but
+ * the scalar types must survive the round trip.
+ */
+import { Document, isScalar, Scalar, visit } from "yaml";
+
+export function specToYaml(spec: unknown): string {
+  // A whole-document multi-line string (MachineConfig's spec) is written as Go does: an indented literal
+  // block. The yaml package would leave the block unindented, which not every parser accepts.
+  if (typeof spec === "string" && spec.includes("\n") && literalSafe(spec)) return rootLiteral(spec);
+  const doc = new Document(normalize(spec), { keepSourceTokens: false });
+  visit(doc, {
+    Scalar(_key, node) {
+      if (typeof node.value !== "string") return;
+      const s = node.value;
+      if (isTime(node)) node.type = Scalar.PLAIN;
+      else if (s.includes("\n")) node.type = Scalar.BLOCK_LITERAL;
+      else if (readsAsOtherType(s)) node.type = Scalar.QUOTE_DOUBLE;
+    },
+  });
+  return doc.toString({
+    indent: 4,
+    indentSeq: true,
+    lineWidth: 0,
+    minContentWidth: 0,
+    singleQuote: true,
+    blockQuote: "literal",
+    nullStr: "null",
+  });
+}
+
+const TIME = Symbol("time");
+
+/** Literal blocks cannot carry trailing blanks on a line or control characters; Go double-quotes those. */
+function literalSafe(s: string): boolean {
+  return !/[ \t]\n|[ \t]$/.test(s) && !/[\u0000-\u0008\u000b-\u001f\u007f]/.test(s);
+}
+
+function rootLiteral(s: string): string {
+  const trailing = /\n*$/.exec(s)![0].length;
+  const chomp = trailing === 0 ? "-" : trailing === 1 ? "" : "+";
+  // An explicit indentation indicator is needed when the first line itself starts with a blank.
+  const indicator = /^[ \n]/.test(s) ? "4" : "";
+  const body = s.slice(0, s.length - trailing);
+  const lines = body.split("\n").map((l) => (l === "" ? "" : `    ${l}`));
+  return `|${indicator}${chomp}\n${lines.join("\n")}\n${"\n".repeat(Math.max(0, trailing - 1))}`;
+}
+
+/** Dates become RFC 3339 text (marked so they stay unquoted, as Go prints time.Time); bytes become base64. */
+function normalize(v: unknown): unknown {
+  if (v instanceof Date) {
+    const s = new Scalar(rfc3339(v));
+    (s as unknown as Record<symbol, boolean>)[TIME] = true;
+    return s;
+  }
+  if (v instanceof Uint8Array) return Buffer.from(v).toString("base64");
+  if (Array.isArray(v)) return v.map(normalize);
+  if (v instanceof Map) return new Map([...v].map(([k, x]) => [k, normalize(x)]));
+  if (typeof v === "object" && v !== null && !isScalar(v)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) if (x !== undefined) out[k] = normalize(x);
+    return out;
+  }
+  return v;
+}
+
+function isTime(node: Scalar): boolean {
+  return (node as unknown as Record<symbol, boolean>)[TIME] === true;
+}
+
+/** Go's RFC3339Nano: fractional seconds only when non-zero, trailing zeros trimmed. */
+function rfc3339(d: Date): string {
+  return d.toISOString().replace(/\.(\d*?)0*Z$/, (_m, frac: string) => (frac ? `.${frac}Z` : "Z"));
+}
+
+/** Strings yaml.v3 would resolve to a non-string (so it quotes them), covering YAML 1.1 forms too. */
+const OTHER_TYPES = [
+  /^$/,
+  /^(~|null|Null|NULL)$/,
+  /^(y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$/,
+  /^[-+]?(0|[1-9][0-9_]*)$/,
+  /^[-+]?0b[01_]+$/,
+  /^[-+]?0o?[0-7_]+$/,
+  /^[-+]?0x[0-9a-fA-F_]+$/,
+  /^[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?$/,
+  /^[-+]?\.(inf|Inf|INF)$/,
+  /^\.(nan|NaN|NAN)$/,
+  /^[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?$/, // YAML 1.1 base-60
+  /^\d{4}-\d\d?-\d\d?([Tt ]|$)/, // timestamps
+  /^<<$/,
+];
+
+function readsAsOtherType(s: string): boolean {
+  return OTHER_TYPES.some((re) => re.test(s));
+}

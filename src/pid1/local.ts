@@ -1,0 +1,74 @@
+/**
+ * Local mode wiring: the whole agent as an ordinary process. State lives in one folder, reboots are
+ * simulated, and the host is only observed (never reconfigured).
+ */
+import * as os from "node:os";
+import pino from "pino";
+import { EventBus } from "../state/events.js";
+import { InMemoryState } from "../state/inmem.js";
+import { Node } from "../lifecycle/node.js";
+import { ApiServer } from "../api/server.js";
+import { buildServices } from "../api/services.js";
+import { IdentityManager } from "../api/identity.js";
+import { buildRegistry } from "./registry.js";
+
+export interface LocalOptions {
+  stateDir: string;
+  listen: { host: string; port: number };
+  logLevel?: string;
+}
+
+export interface RunningNode {
+  node: Node;
+  api: ApiServer;
+  port: number;
+  stop(): Promise<void>;
+}
+
+function localAddresses(): string[] {
+  return Object.values(os.networkInterfaces())
+    .flat()
+    .filter((a): a is os.NetworkInterfaceInfo => !!a && !a.internal)
+    .map((a) => a.address.replace(/%.*$/, ""));
+}
+
+export async function runLocalNode(opts: LocalOptions, handleSignals = true): Promise<RunningNode> {
+  const started = performance.now();
+  const log = pino({ level: opts.logLevel ?? "info", base: { service: "machined" } });
+  const events = new EventBus();
+  const state = new InMemoryState();
+  const types = buildRegistry();
+  const node = new Node({ stateDir: opts.stateDir, local: true, log, state, events });
+  const hostname = () => os.hostname();
+  const localNames = () => [...localAddresses(), "127.0.0.1", "::1", "localhost", hostname(), opts.listen.host];
+  const deps = { node, state, types, log, platform: { name: "metal", mode: "metal" }, localNames };
+  const api = new ApiServer(deps);
+  api.register(buildServices(deps));
+  const identity = new IdentityManager(
+    { addresses: localAddresses, hostname },
+    log,
+    (mode) => api.setMode(mode),
+    (id) => api.rotate(id),
+  );
+  await node.boot();
+  const initial = await identity.modeFor(node.activeConfig);
+  const addr = await api.listen(opts.listen.host, opts.listen.port, initial);
+  node.addListener({ onConfigChanged: (cfg) => identity.follow(cfg).then(() => undefined) });
+  log.info(
+    { address: `${addr.address}:${addr.port}`, mode: initial.kind, stateDir: opts.stateDir, startupMs: Math.round(performance.now() - started) },
+    "machined API listening",
+  );
+  const stop = async () => {
+    identity.stopRenewal();
+    await api.close();
+  };
+  if (handleSignals) {
+    for (const sig of ["SIGINT", "SIGTERM"] as const) {
+      process.once(sig, () => {
+        log.info({ signal: sig }, "stopping");
+        void stop().finally(() => process.exit(0));
+      });
+    }
+  }
+  return { node, api, port: addr.port, stop };
+}

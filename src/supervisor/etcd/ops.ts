@@ -1,0 +1,78 @@
+/**
+ * The etcd maintenance RPCs with upstream semantics and error texts (server/v1alpha1 + internal/pkg/etcd).
+ */
+import { rm, readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { ApiError, Code } from "../../machinery/errors.js";
+import { sleep } from "../health.js";
+import type { EtcdClient } from "./client.js";
+
+function wrap(prefix: string, e: unknown): Error {
+  if (e instanceof ApiError) return new ApiError(e.code, `${prefix}: ${e.message}`);
+  return new Error(`${prefix}: ${(e as Error).message}`);
+}
+
+/** Upstream prints member ids as 16-digit hex (etcd.FormatMemberID). */
+export function formatMemberId(id: bigint): string {
+  return id.toString(16).padStart(16, "0");
+}
+
+/**
+ * Move leadership away from the local member. Returns the new leader's name, or "" when this member was
+ * not the leader. A single-member cluster is an error, as upstream.
+ */
+export async function forfeitLeadership(c: EtcdClient): Promise<string> {
+  try {
+    const members = await c.memberList();
+    if (members.length === 1) throw new Error("cannot forfeit leadership, only one member");
+    const st = await c.status();
+    const me = members.find((m) => m.id === st.memberId);
+    if (!me) throw new Error(`failed to find ${JSON.stringify(formatMemberId(st.memberId))} in list of etcd members`);
+    if (st.leader !== me.id) return "";
+    const target = members.find((m) => m.id !== me.id && !m.isLearner) ?? members.find((m) => m.id !== me.id);
+    if (!target) return "";
+    try {
+      await c.moveLeader(target.id);
+    } catch (e) {
+      // Someone else became leader meanwhile: nothing left to forfeit.
+      if (e instanceof ApiError && /not leader/.test(e.message)) return "";
+      throw e;
+    }
+    return target.hostname;
+  } catch (e) {
+    throw wrap("failed to forfeit leadership", e);
+  }
+}
+
+export async function removeMemberById(c: EtcdClient, id: bigint): Promise<void> {
+  try {
+    await c.memberRemove(id);
+  } catch (e) {
+    const msg = `failed to remove member ${id}: ${(e as Error).message}`;
+    if (e instanceof ApiError && e.code === Code.NotFound) throw new ApiError(Code.NotFound, msg);
+    throw new Error(`failed to remove member: ${msg}`);
+  }
+}
+
+/**
+ * Remove the local member from the cluster (retrying while etcd reports itself unhealthy or stopping),
+ * then let the caller stop the service, then clear the data directory's contents: the data is useless
+ * once the member is gone, and the directory itself may be a mount point.
+ */
+export async function leaveCluster(c: EtcdClient, stopService: () => Promise<void>, dataDir: string, retryForMs = 60_000): Promise<void> {
+  const self = (await c.status()).memberId;
+  const end = Date.now() + retryForMs;
+  for (;;) {
+    try {
+      await c.memberRemove(self);
+      break;
+    } catch (e) {
+      if (e instanceof ApiError && e.code === Code.NotFound) break;
+      const transient = /unhealthy|stopped/.test((e as Error).message);
+      if (!transient || Date.now() > end) throw wrap("failed to leave cluster", e);
+      await sleep(1000, AbortSignal.timeout(retryForMs));
+    }
+  }
+  await stopService();
+  for (const entry of await readdir(dataDir).catch(() => [] as string[])) await rm(join(dataDir, entry), { recursive: true, force: true });
+}

@@ -1,0 +1,154 @@
+/**
+ * The containerd service: Debian's containerd with a generated config. In local mode everything lives
+ * under the agent's state folder so that several agents (and tests) never share a socket or a root.
+ * Healthy once the socket answers; the `system` and `k8s.io` namespaces are created on first success.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { ApiError, Code } from "../../machinery/errors.js";
+import { Ctr, type ContainerSummary } from "../ctr.js";
+import { followFile, type LogReadOptions } from "../logs.js";
+import { ProcessRunner } from "../runners/process.js";
+import { LOG_LABEL } from "../runners/containerd.js";
+import type { HealthSettings, RestartSettings, Runner, Service, StepContext } from "../types.js";
+
+export interface ContainerdPaths {
+  root: string;
+  state: string;
+  socket: string;
+  config: string;
+}
+
+/** Local mode: under `<stateDir>/containerd`; in the image (stateDir omitted): the usual system paths. */
+export function containerdPaths(stateDir?: string): ContainerdPaths {
+  if (!stateDir) {
+    return {
+      root: "/var/lib/containerd",
+      state: "/run/containerd",
+      socket: "/run/containerd/containerd.sock",
+      config: "/run/containerd/config.toml",
+    };
+  }
+  const base = join(stateDir, "containerd");
+  return { root: join(base, "root"), state: join(base, "state"), socket: join(base, "run", "containerd.sock"), config: join(base, "config.toml") };
+}
+
+export interface ContainerdConfigOptions {
+  /** Load the CRI plugin (needed for a kubelet); off makes startup quieter where only ctr is used. */
+  cri?: boolean;
+  cniBinDir?: string;
+  cniConfDir?: string;
+  /** hosts.toml folder for registry mirrors (CRI registry.config_path). */
+  registryConfigPath?: string;
+}
+
+const q = (s: string) => JSON.stringify(s);
+
+/** containerd 1.6 config (version 2). Only what differs from the defaults, plus every default path we must move. */
+export function containerdConfig(p: ContainerdPaths, o: ContainerdConfigOptions = {}): string {
+  const cri = o.cri ?? true;
+  const lines = [
+    "version = 2",
+    `root = ${q(p.root)}`,
+    `state = ${q(p.state)}`,
+    `disabled_plugins = ${cri ? "[]" : '["io.containerd.grpc.v1.cri"]'}`,
+    "",
+    "[grpc]",
+    `  address = ${q(p.socket)}`,
+    "",
+    "[plugins]",
+    '  [plugins."io.containerd.internal.v1.opt"]',
+    // The default /opt/containerd would escape the state folder.
+    `    path = ${q(join(p.root, "opt"))}`,
+  ];
+  if (cri) {
+    lines.push(
+      '  [plugins."io.containerd.grpc.v1.cri"]',
+      "    disable_tcp_service = true",
+      '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]',
+      // No systemd here or in the image: runc uses the cgroupfs driver.
+      "    SystemdCgroup = false",
+      '  [plugins."io.containerd.grpc.v1.cri".cni]',
+      `    bin_dir = ${q(o.cniBinDir ?? "/usr/lib/cni")}`,
+      `    conf_dir = ${q(o.cniConfDir ?? join(p.state, "cni", "net.d"))}`,
+    );
+    if (o.registryConfigPath) lines.push('  [plugins."io.containerd.grpc.v1.cri".registry]', `    config_path = ${q(o.registryConfigPath)}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+export interface ContainerdServiceOptions extends ContainerdConfigOptions {
+  /** Local mode state folder; omit in the image. */
+  stateDir?: string;
+  binary?: string;
+  ctrBin?: string;
+  namespaces?: string[];
+  health?: Partial<HealthSettings>;
+  restart?: Partial<RestartSettings>;
+  gracefulStopMs?: number;
+}
+
+export class ContainerdService implements Service {
+  readonly id = "containerd";
+  readonly paths: ContainerdPaths;
+  readonly ctr: Ctr;
+  private namespacesReady = false;
+
+  constructor(private readonly o: ContainerdServiceOptions = {}) {
+    this.paths = containerdPaths(o.stateDir);
+    this.ctr = new Ctr(this.paths.socket, o.ctrBin);
+  }
+
+  get address(): string {
+    return this.paths.socket;
+  }
+
+  async pre(_ctx: StepContext): Promise<void> {
+    for (const d of [this.paths.root, this.paths.state, dirname(this.paths.socket), dirname(this.paths.config)]) mkdirSync(d, { recursive: true, mode: 0o711 });
+    writeFileSync(this.paths.config, containerdConfig(this.paths, this.o));
+    this.namespacesReady = false;
+  }
+
+  runner(): Runner {
+    return new ProcessRunner({ args: [this.o.binary ?? "containerd", "--config", this.paths.config], gracefulStopMs: this.o.gracefulStopMs });
+  }
+
+  restart(): Partial<RestartSettings> {
+    return this.o.restart ?? {};
+  }
+
+  health() {
+    return {
+      check: async (signal: AbortSignal) => {
+        await this.ctr.version({ signal });
+        if (!this.namespacesReady) {
+          await this.ctr.ensureNamespaces(this.o.namespaces ?? ["system", "k8s.io"], { signal });
+          this.namespacesReady = true;
+        }
+      },
+      // ctr is a process spawn: allow more than upstream's in-process 500 ms.
+      settings: { initialDelayMs: 200, periodMs: 5000, timeoutMs: 3000, ...this.o.health },
+    };
+  }
+
+  /** Containers of a namespace for machine.Containers. */
+  listContainers(ns: string): Promise<ContainerSummary[]> {
+    return this.ctr.listContainers(ns);
+  }
+
+  /**
+   * Output of a container started by our containerd runner (its log file is recorded in a label).
+   * NotFound when the container does not exist or its output is not kept anywhere we know.
+   */
+  async containerLogs(ns: string, id: string, opts: LogReadOptions = {}): Promise<AsyncIterable<Buffer>> {
+    let labels: Record<string, string>;
+    try {
+      labels = await this.ctr.labels(ns, id);
+    } catch {
+      throw new ApiError(Code.NotFound, `container ${JSON.stringify(id)} not found`);
+    }
+    const path = labels[LOG_LABEL];
+    if (!path) throw new ApiError(Code.NotFound, `no log kept for container ${JSON.stringify(id)}`);
+    return followFile(path, opts);
+  }
+}
