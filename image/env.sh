@@ -19,5 +19,5 @@ ROOTFS=$WORK/rootfs                   # tree of rootfs.sqsh
 STAGE=$WORK/stage                     # tree of the early initramfs (what /init runs from)
 # Reproducible timestamps (squashfs, cpio mtimes, FAT): the commit time when there is one.
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$TOP" log -1 --format=%ct 2>/dev/null || echo 1700000000)}
-export SOURCE_DATE_EPOCH ARCH TOP CACHE OUT WORK SYSROOT ROOTFS STAGE TRIPLET NODE_ARCH
+export SOURCE_DATE_EPOCH ARCH TOP CACHE OUT WORK SYSROOT ROOTFS STAGE TRIPLET NODE_ARCH NODE_VERSION NODE_PKG STRIP EFI_ARCH
 log() { printf '[image %s] %s\n' "$ARCH" "$*" >&2; }

@@ -46,35 +46,29 @@ const PROGRAMS = [
   "sbin/mkfs.fat",
   "sbin/fsck.fat",
 ];
-const CNI_DIR = "usr/lib/cni"; // Debian's containernetworking-plugins location (not /opt/cni/bin)
+const CNI_SRC = "usr/lib/cni"; // Debian's containernetworking-plugins location
+const CNI_DIR = "opt/cni/bin"; // where kubelet, containerd and CNI installers look (the agent overlays /opt)
 
 // Kernel modules left out of rootfs.sqsh: hardware an API-only server OS never drives (sound, GPUs, cameras,
 // radios, input devices). Whatever a kept module depends on is added back by the closure below.
 const MODULE_EXCLUDES = [
   "kernel/sound/",
-  "kernel/drivers/gpu/",
-  "kernel/drivers/media/",
-  "kernel/drivers/staging/",
-  "kernel/drivers/iio/",
-  "kernel/drivers/comedi/",
-  "kernel/drivers/isdn/",
-  "kernel/drivers/bluetooth/",
-  "kernel/drivers/net/wireless/",
-  "kernel/drivers/input/",
-  "kernel/drivers/hid/",
-  "kernel/drivers/video/",
-  "kernel/drivers/mtd/",
-  "kernel/drivers/w1/",
-  "kernel/drivers/leds/",
-  "kernel/drivers/nfc/",
-  "kernel/drivers/infiniband/",
-  "kernel/net/bluetooth/",
-  "kernel/net/mac80211/",
-  "kernel/net/wireless/",
-  "kernel/net/nfc/",
-  "kernel/net/ieee802154/",
-  "kernel/net/mac802154/",
-  "kernel/net/6lowpan/",
+  "kernel/lib/test_",
+  ...[
+    "gpu", "media", "staging", "iio", "comedi", "isdn", "bluetooth", "net/wireless", "input", "hid", "video", "mtd",
+    "w1", "leds", "nfc", "infiniband", "atm", "parport", "pcmcia", "firewire", "memstick", "accessibility", "gnss",
+    "android", "soundwire", "slimbus", "target", "platform/chrome", "platform/surface", "net/can", "net/wan",
+    "net/wwan", "net/hamradio", "net/arcnet", "net/fddi", "net/ieee802154", "net/plip", "net/slip", "net/ppp",
+  ].map((d) => `kernel/drivers/${d}/`),
+  ...[
+    "ocfs2", "gfs2", "dlm", "nfsd", "smb/server", "afs", "ubifs", "jffs2", "nilfs2", "reiserfs", "jfs", "orangefs",
+    "hfs", "hfsplus", "hpfs", "ufs", "affs", "befs", "adfs", "omfs", "qnx4", "qnx6", "freevxfs", "efs", "bfs", "romfs",
+    "sysv", "minix", "coda", "vboxsf", "ecryptfs", "zonefs",
+  ].map((d) => `kernel/fs/${d}/`),
+  ...[
+    "bluetooth", "mac80211", "wireless", "nfc", "ieee802154", "mac802154", "6lowpan", "atm", "appletalk", "ax25",
+    "rose", "netrom", "x25", "lapb", "phonet", "rds", "tipc", "can", "batman-adv", "caif", "qrtr", "rxrpc", "kcm",
+  ].map((d) => `kernel/net/${d}/`),
 ];
 // The early initramfs carries only what mounting rootfs.sqsh needs, plus the watchdogs so the agent can arm one
 // before anything else can hang; every other module comes from the full set inside rootfs.sqsh.
@@ -258,19 +252,30 @@ function installModules(root, set) {
 
 // ---------------------------------------------------------------- rootfs.sqsh tree
 const deps = parseDep();
-skeleton(ROOTFS, ["var", "system", "mnt", "sysroot", "etc/cni/net.d", "etc/cri/conf.d", "etc/kubernetes", "opt/cni"]);
-const elves = installNodeAndAgent(ROOTFS);
+// The stage is built first: rootfs.sqsh reuses its node binary and agent instead of carrying a second copy.
+skeleton(STAGE, ["sysroot"]);
+const stageElves = installNodeAndAgent(STAGE);
+addLibraries(STAGE, stageElves);
+
+skeleton(ROOTFS, ["var", "system", "mnt", "etc/cni/net.d", "etc/cri/conf.d", "etc/kubernetes", "opt/cni/bin", "usr/lib/machined"]);
+// Mount-point stubs: while switching root the agent bind-mounts the stage's /usr/bin/node and /usr/lib/machined
+// over these, so the ~86 MB node binary exists once (in the stage) and process.execPath stays valid after the
+// switch. Node's libraries (libstdc++, libgcc_s) are copied so the bound binary runs in the new root.
+fs.writeFileSync(path.join(ROOTFS, "usr/bin/node"), "");
+fs.chmodSync(path.join(ROOTFS, "usr/bin/node"), 0o755);
+copy(path.join(TOP, "rootfs/init"), path.join(ROOTFS, "init"), 0o755);
+writeOsRelease(ROOTFS);
+const elves = [...stageElves];
 for (const p of PROGRAMS) {
   const src = resolveIn(SYSROOT, p) ?? die(`${p} not found in the sysroot`);
   const dst = path.join(ROOTFS, usrPath(p));
   copy(path.join(SYSROOT, src), dst);
   elves.push(dst);
 }
-for (const f of fs.readdirSync(path.join(SYSROOT, CNI_DIR))) {
-  copy(path.join(SYSROOT, CNI_DIR, f), path.join(ROOTFS, CNI_DIR, f));
+for (const f of fs.readdirSync(path.join(SYSROOT, CNI_SRC))) {
+  copy(path.join(SYSROOT, CNI_SRC, f), path.join(ROOTFS, CNI_DIR, f));
   elves.push(path.join(ROOTFS, CNI_DIR, f));
 }
-symlink("../../usr/lib/cni", path.join(ROOTFS, "opt/cni/bin")); // where kubelet and CNI configs look by default
 const libCount = addLibraries(ROOTFS, elves);
 
 // static files from the repo (init and os-release are handled above)
@@ -289,10 +294,7 @@ const keep = [...deps.keys()].filter((m) => !MODULE_EXCLUDES.some((x) => m.start
 const rootMods = closure(deps, keep);
 const rootModBytes = installModules(ROOTFS, rootMods);
 
-// ---------------------------------------------------------------- early initramfs tree
-skeleton(STAGE, ["sysroot"]);
-const stageElves = installNodeAndAgent(STAGE);
-addLibraries(STAGE, stageElves);
+// ---------------------------------------------------------------- early initramfs modules
 const byName = new Map([...deps.keys()].map((m) => [modName(m), m]));
 const builtin = new Set(
   fs.readFileSync(path.join(MOD_SRC, "modules.builtin"), "utf8").split("\n").filter(Boolean).map(modName),
@@ -306,6 +308,6 @@ const stageMods = closure(deps, stageRoots);
 installModules(STAGE, stageMods);
 
 console.error(
-  `mkroot: rootfs: ${elves.length} programs, ${libCount} libraries, ${rootMods.size}/${deps.size} modules ` +
+  `mkroot: rootfs: ${elves.length - 1} programs, ${libCount} libraries, ${rootMods.size}/${deps.size} modules ` +
     `(${(rootModBytes / 2 ** 20).toFixed(1)} MiB); stage: ${stageMods.size} modules [${[...stageMods].map(modName).join(" ")}]`,
 );

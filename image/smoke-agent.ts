@@ -71,6 +71,8 @@ async function main() {
 
   const loop = attachLoop("/rootfs.sqsh");
   sys.mount(loop, "/sysroot", "squashfs", MS.RDONLY, null);
+  // the node binary and the agent exist only in the stage: bind them over the stubs in rootfs.sqsh
+  for (const p of ["/usr/bin/node", "/usr/lib/machined"]) sys.mount(p, `/sysroot${p}`, null, MS.BIND, null);
   for (const m of ["/dev", "/proc", "/sys", "/run", "/tmp"]) sys.mount(m, `/sysroot${m}`, null, MS_MOVE, null);
   process.chdir("/sysroot");
   sys.mount(".", "/", null, MS_MOVE, null);

@@ -13,7 +13,7 @@ const result = await build({
   sourcemap: "linked",
   metafile: true,
   // CJS dependencies inside an ESM bundle need a require().
-  banner: { js: "#!/usr/bin/env node\nimport { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+  banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
   external: ["koffi"],
   logLevel: "warning",
 });

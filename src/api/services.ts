@@ -1,4 +1,6 @@
 /** Assembles every handler group into the per-service handler map the server registers. */
+import type { DescService } from "@bufbuild/protobuf";
+import type { Handlers } from "./transport/service.js";
 import { MachineService } from "../machinery/api/gen/machine/machine_pb.js";
 import type { ApiDeps } from "./deps.js";
 import type { ServiceHandlers } from "./server.js";
@@ -22,7 +24,7 @@ export function buildServices(deps: ApiDeps): ServiceHandlers {
     ...systemHandlers(deps),
     ...accessHandlers(deps),
   };
-  return new Map([
+  return new Map<DescService, Handlers>([
     [MachineService, machine],
     [CosiState, cosiHandlers(deps)],
   ]);

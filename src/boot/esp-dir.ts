@@ -33,6 +33,16 @@ export class DirEsp implements EspFs {
     }
   }
 
+  async readAll(dir: string): Promise<{ name: string; data: Buffer }[]> {
+    const out: { name: string; data: Buffer }[] = [];
+    for (const e of await this.list(dir)) {
+      if (e.dir) continue;
+      const data = await this.read(`${dir}/${e.name}`);
+      if (data) out.push({ name: e.name, data });
+    }
+    return out;
+  }
+
   async write(path: string, data: Uint8Array): Promise<void> {
     const fh = await fs.open(this.p(path), "w");
     try {

@@ -2,7 +2,7 @@
  * EspFs over mtools ("img@@offset"), so install and tests can edit a FAT filesystem inside a disk image
  * without loop devices or root. Each call is one short-lived mtools process.
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { joinEsp, type EspEntry, type EspFs } from "./esp.js";
@@ -54,6 +54,26 @@ export class MtoolsEsp implements EspFs {
     }
   }
 
+  async readAll(dir: string): Promise<{ name: string; data: Buffer }[]> {
+    // one mcopy of "dir/*" into a private folder instead of one process per file
+    const tmp = await mkdtemp(join(tmpdir(), "machined-esp-"));
+    try {
+      try {
+        await runTool("mcopy", ["-n", "-i", this.image, `${this.p(dir)}/*`, `${tmp}/`]);
+      } catch (err) {
+        if (isNotFound(err)) return [];
+        throw err;
+      }
+      const out: { name: string; data: Buffer }[] = [];
+      for (const e of await readdir(tmp, { withFileTypes: true })) {
+        if (e.isFile()) out.push({ name: e.name, data: await readFile(join(tmp, e.name)) });
+      }
+      return out;
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
+  }
+
   async write(path: string, data: Uint8Array): Promise<void> {
     // mcopy cannot read stdin reliably for binary data; stage through a private temp file.
     const dir = await mkdtemp(join(tmpdir(), "machined-esp-"));
@@ -84,11 +104,17 @@ export class MtoolsEsp implements EspFs {
 
   async mkdir(path: string): Promise<void> {
     const parts = joinEsp(path).split("/").filter(Boolean);
-    let cur = "";
-    for (const part of parts) {
-      cur += `/${part}`;
-      if (await this.exists(cur)) continue;
-      await runTool("mmd", ["-i", this.image, this.p(cur)]);
+    if (parts.length === 0) return;
+    const chain = parts.map((_, i) => this.p(`/${parts.slice(0, i + 1).join("/")}`));
+    try {
+      // -D s: skip components that exist; mmd then exits non-zero, so success is judged by the result below
+      await runTool("mmd", ["-D", "s", "-i", this.image, ...chain]);
+    } catch (err) {
+      try {
+        await runTool("mdir", ["-b", "-i", this.image, `${chain[chain.length - 1]}/`]);
+      } catch {
+        throw err;
+      }
     }
   }
 

@@ -16,6 +16,8 @@ export interface EspFs {
   list(dir: string): Promise<EspEntry[]>;
   /** File contents, or undefined when the file does not exist. */
   read(path: string): Promise<Buffer | undefined>;
+  /** Every regular file directly in a directory with its contents (one round trip; empty when missing). */
+  readAll(dir: string): Promise<{ name: string; data: Buffer }[]>;
   /** Creates or replaces a file in place (NOT atomic; use writeAtomic for anything a bootloader reads). */
   write(path: string, data: Uint8Array): Promise<void>;
   /** Copies a host file into the ESP (in place, not atomic). */

@@ -42,7 +42,14 @@ export function parseGrubEnv(buf: Buffer): GrubEnv {
   if (!text.startsWith(GRUBENV_HEADER)) throw new Error("grubenv lacks the '# GRUB Environment Block' header");
   const env: GrubEnv = {};
   let i = GRUBENV_HEADER.length;
-  while (i < text.length && text[i] !== "#") {
+  while (i < text.length) {
+    if (text[i] === "#") {
+      // a comment line (Debian's grub-editenv adds one) or the padding, which runs to the end without a newline
+      const nl = text.indexOf("\n", i);
+      if (nl < 0) break;
+      i = nl + 1;
+      continue;
+    }
     let line = "";
     while (i < text.length && text[i] !== "\n") {
       if (text[i] === "\\" && i + 1 < text.length) {

@@ -111,12 +111,9 @@ export function decideBoot(entries: readonly ModelEntry[]): BootDecision | undef
 
 /** Reads the entries as they are on the ESP right now. */
 export async function readEspEntries(esp: EspFs): Promise<{ files: EntryFile[]; model: ModelEntry[] }> {
-  const files: EntryFile[] = [];
-  for (const e of await esp.list(ENTRIES_DIR)) {
-    if (e.dir || !e.name.toLowerCase().endsWith(".conf")) continue;
-    const data = await esp.read(`${ENTRIES_DIR}/${e.name}`);
-    if (data) files.push({ fileName: e.name, content: data.toString("utf8") });
-  }
+  const files: EntryFile[] = (await esp.readAll(ENTRIES_DIR))
+    .filter((e) => e.name.toLowerCase().endsWith(".conf"))
+    .map((e) => ({ fileName: e.name, content: e.data.toString("utf8") }));
   const loaders = new Map<string, boolean>();
   for (const f of files) {
     const p = parseEntry(f.content);

@@ -37,14 +37,11 @@ export interface SlotEntry {
 /** Entries that belong to slots A/B (others on the ESP are left alone). */
 export async function listSlotEntries(esp: EspFs): Promise<SlotEntry[]> {
   const out: SlotEntry[] = [];
-  for (const e of await esp.list(ENTRIES_DIR)) {
-    if (e.dir) continue;
+  for (const e of await esp.readAll(ENTRIES_DIR)) {
     const name = parseEntryName(e.name);
     const slot = name && slotFromStem(name.stem);
     if (!name || !slot) continue;
-    const data = await esp.read(`${ENTRIES_DIR}/${e.name}`);
-    if (!data) continue;
-    const parsed = parseEntry(data.toString("utf8"));
+    const parsed = parseEntry(e.data.toString("utf8"));
     const generation = Number(parsed.meta.generation ?? parsed.version ?? 0);
     out.push({ slot, fileName: e.name, counter: name.counter, generation: Number.isFinite(generation) ? generation : 0, osVersion: parsed.meta.os, parsed });
   }

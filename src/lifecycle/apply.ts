@@ -85,12 +85,6 @@ export class ConfigApplier {
     }
 
     const previous = t.activeConfig();
-    if (previous && previous.machineType() !== cfg.machineType() && previous.machineType() !== "unknown") {
-      throw invalidArgument(
-        `machine.type: the machine type can't be changed from "${previous.machineType()}" to "${cfg.machineType()}" on a running node`,
-      );
-    }
-
     let details: string;
     switch (mode) {
       case Mode.AUTO:
@@ -109,7 +103,12 @@ export class ConfigApplier {
     }
 
     // Per-field decision: a change the running node cannot take live is reported, and takes effect at reboot.
-    const impact = previous ? changeImpact(previous, cfg) : undefined;
+    let impact: ReturnType<typeof changeImpact> | undefined;
+    try {
+      impact = previous ? changeImpact(previous, cfg) : undefined;
+    } catch (err) {
+      throw invalidArgument((err as Error).message);
+    }
     const rebootNote =
       mode !== Mode.STAGED && impact && impact.rebootRequired.length > 0
         ? `\nChanges that take effect after the next reboot: ${impact.rebootRequired.join(", ")}`

@@ -10,7 +10,7 @@ import { Node } from "../lifecycle/node.js";
 import { ApiServer } from "../api/server.js";
 import { buildServices } from "../api/services.js";
 import { IdentityManager } from "../api/identity.js";
-import { buildRegistry } from "./registry.js";
+import { buildRegistry, publishDefinitions } from "./registry.js";
 
 export interface LocalOptions {
   stateDir: string;
@@ -38,6 +38,7 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
   const events = new EventBus();
   const state = new InMemoryState();
   const types = buildRegistry();
+  publishDefinitions(state, types);
   const node = new Node({ stateDir: opts.stateDir, local: true, log, state, events });
   const hostname = () => os.hostname();
   const localNames = () => [...localAddresses(), "127.0.0.1", "::1", "localhost", hostname(), opts.listen.host];

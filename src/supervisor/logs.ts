@@ -42,11 +42,74 @@ export function tailLines(buf: Buffer, n: number): Buffer {
   return buf.subarray(idx + 1);
 }
 
+const SLAB = 64 * 1024;
+
+/**
+ * Bounded byte history kept in fixed 64 KiB slabs: an append is one copy, forgetting history is dropping
+ * a slab (no per-write allocation, which matters for chatty services).
+ */
+export class ByteRing {
+  private slabs: Buffer[] = [];
+  private lastUsed = 0;
+  private head = 0;
+  /** History was dropped, so the oldest line may be partial. */
+  private torn = false;
+
+  constructor(private readonly capacity: number) {}
+
+  get size(): number {
+    return this.slabs.length === 0 ? 0 : (this.slabs.length - 1) * SLAB + this.lastUsed - this.head;
+  }
+
+  append(b: Buffer): void {
+    let off = 0;
+    while (off < b.length) {
+      if (this.slabs.length === 0 || this.lastUsed === SLAB) {
+        this.slabs.push(Buffer.allocUnsafe(SLAB));
+        this.lastUsed = 0;
+      }
+      const n = b.copy(this.slabs[this.slabs.length - 1], this.lastUsed, off);
+      this.lastUsed += n;
+      off += n;
+    }
+    while (this.size > this.capacity) {
+      const excess = this.size - this.capacity;
+      const firstLen = (this.slabs.length === 1 ? this.lastUsed : SLAB) - this.head;
+      if (excess >= firstLen && this.slabs.length > 1) {
+        this.slabs.shift();
+        this.head = 0;
+      } else this.head += excess;
+      this.torn = true;
+    }
+  }
+
+  /** Up to n of the most recent bytes. */
+  newest(n: number): Buffer {
+    const out: Buffer[] = [];
+    let need = n;
+    for (let i = this.slabs.length - 1; i >= 0 && need > 0; i--) {
+      const from = i === 0 ? this.head : 0;
+      const to = i === this.slabs.length - 1 ? this.lastUsed : SLAB;
+      const start = Math.max(from, to - need);
+      out.unshift(this.slabs[i].subarray(start, to));
+      need -= to - start;
+    }
+    return Buffer.concat(out);
+  }
+
+  /** Everything kept, starting at a line boundary. */
+  contents(): Buffer {
+    const views = this.slabs.map((s, i) => s.subarray(i === 0 ? this.head : 0, i === this.slabs.length - 1 ? this.lastUsed : SLAB));
+    const all = Buffer.concat(views, this.size);
+    if (!this.torn) return all;
+    const nl = all.indexOf(NL);
+    return nl < 0 ? Buffer.alloc(0) : all.subarray(nl + 1);
+  }
+}
+
 export class ServiceLog {
-  private chunks: Buffer[] = [];
-  private size = 0;
+  private readonly ring: ByteRing;
   private followers = new Set<(b: Buffer) => void>();
-  private lastLineText = "";
   private pending: Buffer[] = [];
   private writing: Promise<void> | null = null;
   private fh: FileHandle | null = null;
@@ -59,14 +122,15 @@ export class ServiceLog {
     private readonly settings: LogSettings,
     /** null: memory only. */
     readonly filePath: string | null,
-  ) {}
+  ) {
+    this.ring = new ByteRing(settings.ringBytes);
+  }
 
   write(data: Buffer | string): void {
     if (this.closed) return;
     const b = typeof data === "string" ? Buffer.from(data) : data;
     if (b.length === 0) return;
-    this.append(b);
-    this.trackLastLine(b);
+    this.ring.append(b);
     for (const f of this.followers) f(b);
     if (this.filePath && !this.fileBroken) {
       this.pending.push(b);
@@ -76,12 +140,14 @@ export class ServiceLog {
 
   /** The last non-empty line written, for error messages ("last log ..."). */
   lastLine(): string {
-    return this.lastLineText;
+    // Computed on demand (only failures need it) from the newest bytes of the ring.
+    const text = this.ring.newest(4096).toString("utf8").trimEnd();
+    return text.slice(text.lastIndexOf("\n") + 1).slice(-512);
   }
 
   /** The ring's content, trimmed to lines. */
   tail(lines = -1): Buffer {
-    return tailLines(Buffer.concat(this.chunks, this.size), lines);
+    return tailLines(this.ring.contents(), lines);
   }
 
   /** Tail, then (with follow) everything written afterwards until the signal aborts or the log closes. */
@@ -141,46 +207,6 @@ export class ServiceLog {
     for (const f of this.followers) f(Buffer.alloc(0));
     await this.fh?.close().catch(() => {});
     this.fh = null;
-  }
-
-  private append(b: Buffer): void {
-    // Coalesce small writes so line-by-line output does not become thousands of tiny buffers.
-    const last = this.chunks[this.chunks.length - 1];
-    if (last && last.length < 4096 && b.length < 4096) this.chunks[this.chunks.length - 1] = Buffer.concat([last, b]);
-    else this.chunks.push(b);
-    this.size += b.length;
-    if (this.size <= this.settings.ringBytes) return;
-    while (this.size > this.settings.ringBytes && this.chunks.length > 0) {
-      const first = this.chunks[0];
-      const excess = this.size - this.settings.ringBytes;
-      if (first.length <= excess) {
-        this.chunks.shift();
-        this.size -= first.length;
-      } else {
-        this.chunks[0] = first.subarray(excess);
-        this.size -= excess;
-      }
-    }
-    // Never serve a torn first line.
-    while (this.chunks.length > 0) {
-      const first = this.chunks[0];
-      const nl = first.indexOf(NL);
-      if (nl < 0) {
-        this.chunks.shift();
-        this.size -= first.length;
-        continue;
-      }
-      this.chunks[0] = first.subarray(nl + 1);
-      this.size -= nl + 1;
-      break;
-    }
-  }
-
-  private trackLastLine(b: Buffer): void {
-    const text = b.toString("utf8").trimEnd();
-    if (!text) return;
-    const nl = text.lastIndexOf("\n");
-    this.lastLineText = (nl >= 0 ? text.slice(nl + 1) : text).slice(-512);
   }
 
   private async drain(): Promise<void> {

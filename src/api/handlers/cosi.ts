@@ -3,7 +3,8 @@
  * (both spec encodings, an empty first Watch reply, tombstones, BOOTSTRAPPED). Writes are refused.
  * Only registered types and namespaces are served; sensitive types need os:admin.
  */
-import type { GetRequest, ListRequest, WatchRequest, LabelQuery } from "../../machinery/api/gen/cosi/state_pb.js";
+import type { GetRequest, ListRequest, WatchRequest } from "../../machinery/api/gen/cosi/state_pb.js";
+import type { LabelQuery } from "../../machinery/api/gen/cosi/resource_pb.js";
 import { EventType as WireEventType } from "../../machinery/api/gen/cosi/state_pb.js";
 import { LabelTerm_Operation as Op } from "../../machinery/api/gen/cosi/resource_pb.js";
 import { ApiError, Code, invalidArgument, notFound, permissionDenied, unimplemented } from "../../machinery/errors.js";
@@ -63,7 +64,7 @@ function labelTerms(queries: LabelQuery[]): LabelTerm[] {
         terms.push({ key: t.key, op: "exists", values: [], invert: !t.invert });
         continue;
       }
-      const op = opNames[t.op];
+      const op = opNames[t.op as Op];
       if (!op) throw invalidArgument(`unsupported label query operation ${t.op}`);
       terms.push({ key: t.key, op, values: t.value, invert: t.invert });
     }

@@ -19,7 +19,7 @@ export {
   type Vlan,
 } from "./schema.js";
 export { validateConfig, type ValidateOptions, type ValidationMode } from "./validate.js";
-export { applyPatches, parsePatch, resolvePatchArg, type Patch } from "./patch/index.js";
+export { applyPatches, loadPatches, parsePatch, patchConfig, resolvePatchArg, type Patch } from "./patch/index.js";
 export { diffConfigs } from "./diff.js";
 export { changeImpact, type ChangeImpact } from "./impact.js";
 export { formatPath, type PathSegment } from "./path.js";

@@ -38,7 +38,8 @@ export class MachineConfig {
   /** Loads a config from YAML text or bytes; throws ConfigError. */
   static load(input: string | Uint8Array): MachineConfig {
     const text = decodeText(input);
-    const raw = typeof input === "string" ? new TextEncoder().encode(input) : input;
+    // Copy: the caller may reuse its buffer, and encode() must keep returning what was loaded.
+    const raw = typeof input === "string" ? new TextEncoder().encode(input) : new Uint8Array(input);
     const decoded = decodeDocuments(text);
     return new MachineConfig(raw, Object.freeze(decoded.documents), Object.freeze(decoded.warnings), decoded.v1alpha1);
   }

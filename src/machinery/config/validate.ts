@@ -35,10 +35,11 @@ export function validateConfig(cfg: MachineConfig, opts: ValidateOptions): { war
   const type = cfg.machineType();
   const isControlPlane = type === "controlplane" || type === "init";
 
+  checkRoleAndCAs(m, r);
+  const role = isControlPlane ? "controlplane" : type === "worker" ? "worker" : "unknown";
   if (!isPlainObject(raw.cluster)) r.error("cluster", "cluster instructions are required");
-  else checkCluster(c, isControlPlane, r);
+  else checkCluster(c, role, r);
 
-  checkRoleAndCAs(m, c, r);
   if (isControlPlane) checkCNI(c, r);
   checkInstall(m.install, opts.mode, cfg.documentsOfKind("UnattendedInstallConfig").length > 0, r);
   if (m.network) checkNetwork(m.network, type === "worker", r);

@@ -90,12 +90,10 @@ function clusterSection(inp: GenInput, type: MachineType): Record<string, unknow
   const legacyK8s = !c.multidocKubernetes;
   const legacyIdentity = !c.discoveryIdentityMultidoc;
   const apiSANs = [...(c.populateClusterSANsFromEndpoint ? [inp.endpointHost] : []), ...inp.additionalSans];
-  const encryption = legacyK8s && cp
-    ? c.secretboxEncryption
-      ? { secretboxEncryptionSecret: s.secrets.secretboxEncryptionSecret ?? "" }
-      : { aescbcEncryptionSecret: s.secrets.aescbcEncryptionSecret ?? "" }
-    : {};
   const legacyCP = legacyK8s && cp;
+  // the etcd encryption secret lives here only until 1.13; secretbox since 1.3, AES-CBC before
+  const secretbox = legacyCP && c.secretboxEncryption ? s.secrets.secretboxEncryptionSecret : undefined;
+  const aescbc = legacyCP && !c.secretboxEncryption ? s.secrets.aescbcEncryptionSecret : undefined;
   return compact([
     ["id", legacyIdentity ? s.cluster.id : undefined],
     ["secret", legacyIdentity ? s.cluster.secret : undefined],
@@ -108,8 +106,8 @@ function clusterSection(inp: GenInput, type: MachineType): Record<string, unknow
         : undefined,
     ],
     ["token", s.secrets.bootstrapToken],
-    ["aescbcEncryptionSecret", (encryption as Record<string, string>).aescbcEncryptionSecret || undefined],
-    ["secretboxEncryptionSecret", (encryption as Record<string, string>).secretboxEncryptionSecret || undefined],
+    ["aescbcEncryptionSecret", aescbc || undefined],
+    ["secretboxEncryptionSecret", secretbox || undefined],
     ["ca", legacyK8s ? (cp ? b64Pair(s.certs.k8s) : crtOnly(s.certs.k8s)) : undefined],
     ["aggregatorCA", legacyCP ? b64Pair(s.certs.k8sAggregator) : undefined],
     ["serviceAccount", legacyCP ? { key: toBase64Pem(s.certs.k8sServiceAccount.key) } : undefined],

@@ -83,6 +83,10 @@ export function loadSecrets(yamlText: string): SecretsBundle {
   };
   problems.push(...validateSecrets(raw));
   if (problems.length) throw new SecretsValidationError(problems);
+  // only the encryption secret that is set stays (upstream marshals both with omitempty)
+  const sec = raw.secrets!;
+  if (!sec.aescbcEncryptionSecret) delete sec.aescbcEncryptionSecret;
+  if (!sec.secretboxEncryptionSecret) delete sec.secretboxEncryptionSecret;
   return raw as SecretsBundle;
 }
 

@@ -34,7 +34,7 @@ export function chainProblem(leaf: CertInput, ca: CertInput, at: Date = new Date
   const l = asX509(leaf);
   const c = asX509(ca);
   if (!c.ca) return "issuer is not a CA certificate";
-  if (!l.checkIssued(c)) return "certificate was not issued by this CA (issuer name mismatch)";
+  if (!l.checkIssued(c)) return "certificate was not issued by this CA (issuer name or key identifier differ)";
   if (!l.verify(c.publicKey)) return "certificate signature does not verify with the CA key";
   for (const [what, cert] of [["certificate", l], ["CA certificate", c]] as const) {
     const { notBefore, notAfter } = validity(cert);

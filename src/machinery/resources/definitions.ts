@@ -58,14 +58,17 @@ export function singularize(name: string): string {
   return name;
 }
 
-export function resourceDefinitionSpec(t: ResourceType): ResourceDefinition {
+/** The parts of a ResourceType an RD is computed from (any ResourceType<S> fits, whatever its spec). */
+export type DefinitionSource = Omit<ResourceType, "toProto" | "toYaml">;
+
+export function resourceDefinitionSpec(t: DefinitionSource): ResourceDefinition {
   const spec = fillSpec(t);
   const toMessage = () => rdSpecMessage(spec);
   return { id: t.type.toLowerCase(), spec, toMessage, toProto: () => toBinary(ResourceDefinitionSpecSchema, toMessage()) };
 }
 
 /** Validates the type string like COSI's Fill and derives display type and aliases. */
-function fillSpec(t: ResourceType): ResourceDefinitionSpecYaml {
+function fillSpec(t: DefinitionSource): ResourceDefinitionSpecYaml {
   const dot = t.type.indexOf(".");
   if (dot < 0) throw new Error(`resource type ${t.type}: missing suffix`);
   const name = t.type.slice(0, dot);

@@ -1,8 +1,7 @@
-/** yaml_spec rendering: the type's own renderer, or a plain YAML dump of the spec object. */
-import { stringify } from "yaml";
+/** yaml_spec rendering: the type's own renderer, or the Go-compatible YAML of the spec object. */
 import type { ResourceType } from "./resource.js";
+import { specToYaml } from "./yaml.js";
 
 export function specYaml<S>(t: ResourceType<S>, spec: S): string {
-  if (t.toYaml) return t.toYaml(spec);
-  return stringify(spec, { lineWidth: 0, indent: 4, aliasDuplicateObjects: false });
+  return t.toYaml ? t.toYaml(spec) : specToYaml(spec);
 }

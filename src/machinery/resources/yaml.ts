@@ -18,8 +18,8 @@ export function specToYaml(spec: unknown): string {
       if (typeof node.value !== "string") return;
       const s = node.value;
       if (isTime(node)) node.type = Scalar.PLAIN;
-      else if (s.includes("\n")) node.type = Scalar.BLOCK_LITERAL;
-      else if (readsAsOtherType(s)) node.type = Scalar.QUOTE_DOUBLE;
+      else if (s.includes("\n")) node.type = literalSafe(s) ? Scalar.BLOCK_LITERAL : Scalar.QUOTE_DOUBLE;
+      else if (readsAsOtherType(s) || /[\t\u0000-\u001f\u007f]/.test(s)) node.type = Scalar.QUOTE_DOUBLE;
     },
   });
   return doc.toString({
@@ -43,21 +43,21 @@ function literalSafe(s: string): boolean {
 function rootLiteral(s: string): string {
   const trailing = /\n*$/.exec(s)![0].length;
   const chomp = trailing === 0 ? "-" : trailing === 1 ? "" : "+";
-  // An explicit indentation indicator is needed when the first line itself starts with a blank.
-  const indicator = /^[ \n]/.test(s) ? "4" : "";
+  // An explicit indentation indicator is needed when the first line itself starts with a space.
+  const indicator = s.startsWith(" ") ? "4" : "";
   const body = s.slice(0, s.length - trailing);
   const lines = body.split("\n").map((l) => (l === "" ? "" : `    ${l}`));
   return `|${indicator}${chomp}\n${lines.join("\n")}\n${"\n".repeat(Math.max(0, trailing - 1))}`;
 }
 
-/** Dates become RFC 3339 text (marked so they stay unquoted, as Go prints time.Time); bytes become base64. */
+/** Dates become RFC 3339 text (marked so they stay unquoted, as Go prints time.Time); bytes a list of numbers, as Go prints []byte. */
 function normalize(v: unknown): unknown {
   if (v instanceof Date) {
     const s = new Scalar(rfc3339(v));
     (s as unknown as Record<symbol, boolean>)[TIME] = true;
     return s;
   }
-  if (v instanceof Uint8Array) return Buffer.from(v).toString("base64");
+  if (v instanceof Uint8Array) return Array.from(v);
   if (Array.isArray(v)) return v.map(normalize);
   if (v instanceof Map) return new Map([...v].map(([k, x]) => [k, normalize(x)]));
   if (typeof v === "object" && v !== null && !isScalar(v)) {

@@ -69,7 +69,7 @@ export async function leaveCluster(c: EtcdClient, stopService: () => Promise<voi
     } catch (e) {
       if (e instanceof ApiError && e.code === Code.NotFound) break;
       const transient = /unhealthy|stopped/.test((e as Error).message);
-      if (!transient || Date.now() > end) throw wrap("failed to leave cluster", e);
+      if (!transient || Date.now() > end) throw wrap("failed to leave cluster", wrap(`failed to remove member ${self}`, e));
       await sleep(1000, AbortSignal.timeout(retryForMs));
     }
   }

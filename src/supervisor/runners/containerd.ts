@@ -34,6 +34,10 @@ export interface ContainerdRunnerOptions {
   memoryLimitBytes?: number;
   snapshotter?: string;
   cwd?: string;
+  /** Join existing namespaces, e.g. ["pid:/proc/1/ns/pid"] for the host PID namespace. */
+  withNs?: string[];
+  /** Propagation of the container's rootfs ("shared" for a kubelet that mounts volumes). */
+  rootfsPropagation?: string;
   gracefulStopMs?: number;
   ctrBin?: string;
   spawner?: ProcessSpawner;
@@ -62,6 +66,8 @@ export class ContainerdRunner implements Runner {
     if (o.snapshotter) a.push("--snapshotter", o.snapshotter);
     if (o.cwd) a.push("--cwd", o.cwd);
     if (o.memoryLimitBytes) a.push("--memory-limit", String(o.memoryLimitBytes));
+    for (const ns of o.withNs ?? []) a.push("--with-ns", ns);
+    if (o.rootfsPropagation) a.push("--rootfs-propagation", o.rootfsPropagation);
     for (const [k, v] of Object.entries(o.env ?? {})) a.push("--env", `${k}=${v}`);
     const labels = { ...o.labels, ...(logPath ? { [LOG_LABEL]: logPath } : {}) };
     for (const [k, v] of Object.entries(labels)) a.push("--label", `${k}=${v}`);

@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 /**
  * Access to the upstream Talos test documents in the shared fixtures folder (see its README.md), plus a semantic
  * normalizer: the upstream Go encoder spells out unset fields (`type: ""`, `certSANs: []`), which mean "absent".
@@ -5,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
-export const FIXTURES = process.env.TALOS_FIXTURES ?? "/work/shared/fixtures/talos";
+export const FIXTURES = process.env.TALOS_FIXTURES ?? fileURLToPath(new URL("../../../../shared/fixtures/talos", import.meta.url));
 
 export function fixture(...parts: string[]): string {
   return readFileSync(join(FIXTURES, ...parts), "utf8");

@@ -74,9 +74,11 @@ describe("documents", () => {
     const bytes = new TextEncoder().encode(text);
     const cfg = loadConfig(bytes);
     expect(cfg.documents).toHaveLength(1);
-    expect(cfg.encode()).toBe(bytes);
+    expect(cfg.encode()).toEqual(bytes);
     expect(cfg.toString()).toBe(text);
     expect(loadConfig(text).encode()).toEqual(bytes);
+    bytes.fill(0); // the config keeps its own copy
+    expect(new TextDecoder().decode(cfg.encode())).toBe(text);
   });
 
   it("keeps unknown kinds and reports them", () => {

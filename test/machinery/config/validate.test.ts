@@ -122,12 +122,12 @@ describe("validateConfig", () => {
   it("enforces worker restrictions", () => {
     const cfg = variant((v) => {
       v.machine.type = "worker";
+      delete v.cluster.etcd;
       v.machine.network = { interfaces: [{ interface: "eth0", dhcp: true, vip: { ip: "10.0.0.50" } }] };
     });
     expect(problems(cfg)).toEqual([
-      "cluster.ca.key: issuing Kubernetes API CA key is not allowed on non-controlplane nodes",
       "machine.ca.key: issuing Talos API CA key is not allowed on non-controlplane nodes",
-      "cluster.ca.key: issuing Kubernetes API CA key is not allowed on non-controlplane nodes",
+      "cluster.ca.key: cluster CA key is not allowed on non-controlplane nodes",
       "machine.network.interfaces[0].vip: virtual (shared) IP is not allowed on non-controlplane nodes",
     ]);
   });

@@ -10,6 +10,7 @@ import {
   resourceDefinitionSpec,
   resourceDefinitionType,
   singularize,
+  type DefinitionSource,
   type ResourceDefinition,
 } from "../../../src/machinery/resources/definitions.js";
 import type { ResourceType } from "../../../src/machinery/resources/resource.js";
@@ -23,7 +24,7 @@ const t = (type: string, defaultNamespace: string, extra: Partial<ResourceType> 
 });
 
 /** The §3.1 types with the explicit aliases, columns and sensitivity Talos HEAD declares for them. */
-const TYPES: ResourceType[] = [
+const TYPES: DefinitionSource[] = [
   t("Members.cluster.talos.dev", "cluster", {
     printColumns: [
       { name: "Hostname", jsonPath: "{.hostname}" },

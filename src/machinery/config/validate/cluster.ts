@@ -7,7 +7,8 @@ import type { Report } from "./report.js";
 
 const dnsName = /^([a-zA-Z0-9_][a-zA-Z0-9_-]{0,62})(\.[a-zA-Z0-9_][a-zA-Z0-9_-]{0,62})*[._]?$/;
 
-export function checkCluster(c: ClusterSection, isControlPlane: boolean, r: Report): void {
+/** `role` is unknown when machine.type is invalid: role-specific rules are skipped then (the type error says it). */
+export function checkCluster(c: ClusterSection, role: "controlplane" | "worker" | "unknown", r: Report): void {
   if (c.controlPlane) {
     const ep = c.controlPlane.endpoint;
     if (!ep) r.error("cluster.controlPlane.endpoint", "cluster controlplane endpoint is required");
@@ -39,10 +40,10 @@ export function checkCluster(c: ClusterSection, isControlPlane: boolean, r: Repo
   }
 
   if (c.etcd) {
-    if (!isControlPlane) r.error("cluster.etcd", "etcd config is only allowed on control plane machines");
+    if (role === "worker") r.error("cluster.etcd", "etcd config is only allowed on control plane machines");
     else checkEtcd(c.etcd, r);
   }
-  if (!isControlPlane && c.ca?.key) r.error("cluster.ca.key", "cluster CA key is not allowed on non-controlplane nodes");
+  if (role === "worker" && c.ca?.key) r.error("cluster.ca.key", "cluster CA key is not allowed on non-controlplane nodes");
 
   const names = new Set<string>();
   c.inlineManifests?.forEach((m, i) => {

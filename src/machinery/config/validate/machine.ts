@@ -4,8 +4,9 @@
  */
 import { parseMachineType } from "../machineconfig.js";
 import { isSubnetOrAddress, tryURL } from "../net.js";
+import { joinPath } from "../path.js";
 import { Role } from "../../role.js";
-import type { ClusterSection, MachineSection } from "../schema.js";
+import type { MachineSection } from "../schema.js";
 import { isPlainObject, type PlainObject } from "../tree.js";
 import { checkAnnotationKey, checkLabelValue, checkQualifiedName, checkTaint } from "./labels.js";
 import type { Report } from "./report.js";
@@ -16,7 +17,7 @@ const protectedKubeletFields = [
   "protectKernelDefaults", "resolvConf", "rotateCertificates", "systemCgroups", "staticPodPath", "seccompDefault",
 ];
 
-export function checkRoleAndCAs(m: MachineSection, c: ClusterSection, r: Report): void {
+export function checkRoleAndCAs(m: MachineSection, r: Report): void {
   const t = parseMachineType(m.type);
   if (t === "unknown") {
     r.error("machine.type", `unknown machine type ${JSON.stringify(m.type)} (expected one of controlplane, worker, init)`);
@@ -34,7 +35,7 @@ export function checkRoleAndCAs(m: MachineSection, c: ClusterSection, r: Report)
     if (m.ca && !m.ca.crt && accepted === 0) {
       r.error("machine.ca.crt", "trusted CA certificates are required on non-controlplane nodes (.machine.ca.crt, .machine.acceptedCAs)");
     }
-    if (c.ca?.key) r.error("cluster.ca.key", "issuing Kubernetes API CA key is not allowed on non-controlplane nodes");
+    // cluster.ca.key on a worker is reported by the cluster checks.
   }
 }
 
@@ -135,6 +136,6 @@ function checkMap(
 ): void {
   for (const key of Object.keys(m ?? {}).sort()) {
     const bad = check(key, m![key]);
-    if (bad) r.error(`${base}[${JSON.stringify(key)}]`, bad);
+    if (bad) r.error(joinPath(base, key), bad);
   }
 }

@@ -1,0 +1,38 @@
+#!/bin/sh
+# `make image ARCH=...`: runs the steps in order and prints the report. Each step is its own script so it can
+# be re-run alone while iterating (e.g. `image/mkinitramfs.sh amd64` after editing rootfs/).
+#   AGENT=path|smoke   the agent bundle (default dist/machined.mjs, built by `npm run build` when missing;
+#                      "smoke" bundles image/smoke-agent.ts into /tmp)
+#   ZSTD_LEVEL=3       fast iteration; default 19 for final outputs
+. "$(dirname "$0")/env.sh"
+started=$(date +%s%3N)
+mkdir -p "$OUT" "$WORK"
+
+case "${AGENT:-}" in
+  smoke) AGENT=$(sh "$TOP/image/smoke-agent.sh") ;;
+  "") AGENT=$TOP/dist/machined.mjs
+      if [ ! -s "$AGENT" ]; then
+        [ -f "$TOP/scripts/build.mjs" ] || { echo "no agent bundle: dist/machined.mjs is missing and there is no scripts/build.mjs; use AGENT=smoke or AGENT=/path/to/bundle.mjs" >&2; exit 1; }
+        log "npm run build"; (cd "$TOP" && npm run -s build)
+      fi ;;
+esac
+export AGENT
+
+pkgver=$(node -p "require('$TOP/package.json').version")
+sha=$(git -C "$TOP" rev-parse --short HEAD 2>/dev/null || echo dev)
+echo "${IMAGE_VERSION:-$pkgver-$sha}" > "$WORK/version"
+export IMAGE_VERSION=$(cat "$WORK/version")
+case "$ARCH" in
+  amd64) echo "console=tty0 console=ttyS0,115200n8 panic=10" > "$WORK/cmdline" ;;
+  arm64) echo "console=ttyAMA0,115200n8 panic=10" > "$WORK/cmdline" ;;
+esac
+
+step() { s=$(date +%s%3N); log "step $1"; nice sh "$TOP/image/$1" "$ARCH"; log "step $1 done in $(( ($(date +%s%3N) - s) ))ms"; }
+step fetch.sh
+[ -n "${SKIP_SYSROOT:-}" ] && [ -d "$SYSROOT/opt/node" ] || step sysroot.sh
+s=$(date +%s%3N); nice node "$TOP/image/mkroot.mjs"; log "step mkroot.mjs done in $(( $(date +%s%3N) - s ))ms"
+step mkinitramfs.sh
+nice node "$TOP/image/mkmanifest.mjs"
+step mkdisk.sh
+step mkinstaller.sh
+node "$TOP/image/report.mjs" "$started"

@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+// Last step of `make image`: build time and output sizes (file size; unpacked size where it means something),
+// printed and written to build/<arch>/build-report.txt.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+
+const { ARCH, OUT, WORK, ROOTFS, STAGE } = process.env;
+const started = Number(process.argv[2] ?? Date.now());
+const du = (p) => Number(execFileSync("du", ["-sb", p], { encoding: "utf8" }).split("\t")[0]);
+const allocated = (p) => Number(execFileSync("du", ["-sB1", p], { encoding: "utf8" }).split("\t")[0]);
+const mib = (n) => `${(n / 2 ** 20).toFixed(1)} MiB`;
+const stageZst = fs.statSync(path.join(WORK, "stage.cpio.zst")).size;
+const rows = [
+  ["vmlinuz", fs.statSync(path.join(OUT, "vmlinuz")).size, null, "Debian kernel image"],
+  ["rootfs.sqsh", fs.statSync(path.join(OUT, "rootfs.sqsh")).size, du(ROOTFS), "read-only root (squashfs zstd)"],
+  ["  stage (in initramfs)", stageZst, du(STAGE), "node + agent + early modules (cpio zstd)"],
+  ["initramfs.zst", fs.statSync(path.join(OUT, "initramfs.zst")).size, du(ROOTFS) + du(STAGE), "cpio(rootfs.sqsh) ++ stage"],
+  ["disk.raw", allocated(path.join(OUT, "disk.raw")), fs.statSync(path.join(OUT, "disk.raw")).size, "allocated / apparent (sparse GPT + ESP)"],
+  [`installer-${ARCH}.oci.tar`, fs.statSync(path.join(OUT, `installer-${ARCH}.oci.tar`)).size, null, "OCI layout, 1 layer"],
+];
+const lines = [
+  `machined image ${ARCH}: built in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  ...rows.map(([n, c, u, what]) => `  ${n.padEnd(26)} ${mib(c).padStart(11)}${u ? `  (unpacked ${mib(u)})` : ""}  ${what}`),
+];
+const text = lines.join("\n") + "\n";
+fs.writeFileSync(path.join(OUT, "build-report.txt"), text);
+process.stdout.write(text);
