@@ -15,7 +15,7 @@ const rows = [
   ["vmlinuz", fs.statSync(path.join(OUT, "vmlinuz")).size, null, "Debian kernel image"],
   ["rootfs.sqsh", fs.statSync(path.join(OUT, "rootfs.sqsh")).size, du(ROOTFS), "read-only root (squashfs zstd)"],
   ["  stage (in initramfs)", stageZst, du(STAGE), "node + agent + early modules (cpio zstd)"],
-  ["initramfs.zst", fs.statSync(path.join(OUT, "initramfs.zst")).size, du(ROOTFS) + du(STAGE), "cpio(rootfs.sqsh) ++ stage"],
+  ["initramfs.zst", fs.statSync(path.join(OUT, "initramfs.zst")).size, fs.statSync(path.join(OUT, "rootfs.sqsh")).size + du(STAGE), "cpio(rootfs.sqsh) ++ stage; unpacked = tmpfs at boot"],
   ["disk.raw", allocated(path.join(OUT, "disk.raw")), fs.statSync(path.join(OUT, "disk.raw")).size, "allocated / apparent (sparse GPT + ESP)"],
   [`installer-${ARCH}.oci.tar`, fs.statSync(path.join(OUT, `installer-${ARCH}.oci.tar`)).size, null, "OCI layout, 1 layer"],
 ];

@@ -5,7 +5,8 @@
  * coldplug from the full module set -> network (ip from rootfs.sqsh) -> TCP listener on :50000.
  * Built by image/smoke-agent.sh into /tmp (never into dist/). Not part of the product.
  */
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
+import { promisify } from "node:util";
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync, constants as fsc } from "node:fs";
 import { createServer } from "node:net";
 import { createRequire } from "node:module";
@@ -40,8 +41,11 @@ const check = (rc: number, what: string) => {
   return rc;
 };
 
-/** LOOP_CTL_GET_FREE + LOOP_CONFIGURE (read-only, autoclear) — what losetup -r does. */
-function attachLoop(file: string): string {
+/**
+ * LOOP_CTL_GET_FREE + LOOP_CONFIGURE (read-only, autoclear) — what losetup -r does. Returns the device and its
+ * open fd: with autoclear the device detaches on last close, so the caller closes the fd only after mounting.
+ */
+function attachLoop(file: string): { dev: string; fd: number } {
   const ctl = openSync("/dev/loop-control", fsc.O_RDWR);
   const n = check(ioctlInt(ctl, 0x4c82, 0), "LOOP_CTL_GET_FREE");
   closeSync(ctl);
@@ -54,8 +58,7 @@ function attachLoop(file: string): string {
   cfg.writeUInt32LE(1 | 4, 8 + 52); // info.lo_flags = LO_FLAGS_READ_ONLY | LO_FLAGS_AUTOCLEAR
   check(ioctl(loopFd, 0x4c0a, cfg), "LOOP_CONFIGURE");
   closeSync(backing);
-  closeSync(loopFd);
-  return dev;
+  return { dev, fd: loopFd };
 }
 
 async function main() {
@@ -69,8 +72,9 @@ async function main() {
   const r1 = stage.load(["loop", "squashfs", "overlay"]);
   log(`stage modules: loaded [${r1.loaded.join(" ")}] failed [${r1.failed.map((f) => `${f.name}: ${f.error}`).join("; ")}]`);
 
-  const loop = attachLoop("/rootfs.sqsh");
+  const { dev: loop, fd: loopFd } = attachLoop("/rootfs.sqsh");
   sys.mount(loop, "/sysroot", "squashfs", MS.RDONLY, null);
+  closeSync(loopFd);
   // the node binary and the agent exist only in the stage: bind them over the stubs in rootfs.sqsh
   for (const p of ["/usr/bin/node", "/usr/lib/machined"]) sys.mount(p, `/sysroot${p}`, null, MS.BIND, null);
   for (const m of ["/dev", "/proc", "/sys", "/run", "/tmp"]) sys.mount(m, `/sysroot${m}`, null, MS_MOVE, null);
@@ -93,10 +97,13 @@ async function main() {
     log(`root is read-only (${(err as NodeJS.ErrnoException).code})`);
   }
 
+  let t = Date.now();
   const full = new ModuleLoader({ sys, cmdline, dir: `/usr/lib/modules/${release()}` });
+  const indexMs = Date.now() - t;
+  t = Date.now();
   const r2 = full.coldplug();
   log(
-    `coldplug: ${r2.passes} passes, loaded [${r2.loaded.join(" ")}]` +
+    `coldplug: ${r2.passes} passes, index ${indexMs} ms, match+load ${Date.now() - t} ms, loaded [${r2.loaded.join(" ")}]` +
       (r2.failed.length ? ` failed [${r2.failed.map((f) => `${f.name}: ${f.error}`).join("; ")}]` : ""),
   );
 
@@ -118,9 +125,15 @@ async function main() {
       }
     });
   });
-  server.listen(50000, () => log("listening on :50000"));
+  server.listen(50000, () => {
+    log("listening on :50000");
+    void checkUserland();
+  });
+}
 
-  // prove the userland in rootfs.sqsh runs (after listening, so it does not skew the boot timing)
+/** Proves the userland in rootfs.sqsh runs; asynchronous so the listener answers meanwhile. */
+async function checkUserland() {
+  const run = promisify(execFile);
   for (const [bin, arg] of [
     ["/usr/bin/containerd", "--version"],
     ["/usr/sbin/runc", "--version"],
@@ -129,8 +142,8 @@ async function main() {
     ["/usr/sbin/mkfs.xfs", "-V"],
   ]) {
     try {
-      const out = execFileSync(bin, [arg], { encoding: "utf8", timeout: 60_000 }).split("\n")[0];
-      log(`${bin}: ${out}`);
+      const { stdout } = await run(bin, [arg], { encoding: "utf8", timeout: 120_000 });
+      log(`${bin}: ${stdout.split("\n")[0]}`);
     } catch (err) {
       log(`${bin}: FAILED ${(err as Error).message}`);
     }

@@ -2,7 +2,7 @@
  * EspFs over mtools ("img@@offset"), so install and tests can edit a FAT filesystem inside a disk image
  * without loop devices or root. Each call is one short-lived mtools process.
  */
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, open, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { joinEsp, type EspEntry, type EspFs } from "./esp.js";
@@ -16,9 +16,28 @@ export class MtoolsEsp implements EspFs {
   readonly where: string;
   private readonly image: string;
 
-  constructor(imagePath: string, offsetBytes = 0) {
+  /**
+   * mtools never fsyncs. Our crash-safety argument needs each write durable before the rename that publishes it,
+   * and each rename durable before the next step, so every mutation is followed by an fsync of the image/device
+   * (`durable: false` only for throwaway images).
+   */
+  constructor(
+    private readonly imagePath: string,
+    offsetBytes = 0,
+    private readonly opts: { durable?: boolean } = {},
+  ) {
     this.image = offsetBytes > 0 ? `${imagePath}@@${offsetBytes}` : imagePath;
     this.where = `ESP in ${imagePath} at offset ${offsetBytes}`;
+  }
+
+  private async flush(): Promise<void> {
+    if (this.opts.durable === false) return;
+    const fh = await open(this.imagePath, "r+");
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
   }
 
   private p(path: string): string {
@@ -88,10 +107,12 @@ export class MtoolsEsp implements EspFs {
 
   async copyIn(hostPath: string, path: string): Promise<void> {
     await runTool("mcopy", ["-n", "-o", "-D", "o", "-i", this.image, hostPath, this.p(path)]);
+    await this.flush();
   }
 
   async rename(from: string, to: string): Promise<void> {
     await runTool("mmove", ["-D", "o", "-i", this.image, this.p(from), this.p(to)]);
+    await this.flush();
   }
 
   async remove(path: string): Promise<void> {
@@ -99,16 +120,19 @@ export class MtoolsEsp implements EspFs {
       await runTool("mdel", ["-i", this.image, this.p(path)]);
     } catch (err) {
       if (!isNotFound(err)) throw err;
+      return;
     }
+    await this.flush();
   }
 
   async mkdir(path: string): Promise<void> {
     const parts = joinEsp(path).split("/").filter(Boolean);
-    if (parts.length === 0) return;
+    if (parts.length === 0 || (await this.exists(path))) return; // the common case: one listing, no mmd
     const chain = parts.map((_, i) => this.p(`/${parts.slice(0, i + 1).join("/")}`));
     try {
       // -D s: skip components that exist; mmd then exits non-zero, so success is judged by the result below
       await runTool("mmd", ["-D", "s", "-i", this.image, ...chain]);
+      await this.flush();
     } catch (err) {
       try {
         await runTool("mdir", ["-b", "-i", this.image, `${chain[chain.length - 1]}/`]);

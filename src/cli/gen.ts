@@ -27,6 +27,9 @@ export const genConfigCommand: Command = {
     "additional-sans": { type: "string", multiple: true },
     "with-secrets": { type: "string" },
     "kubernetes-version": { type: "string" },
+    // The classic single-document layout (1.13) is what every talosctl in use reads and writes;
+    // v1.14 selects the new multi-document layout.
+    "talos-version": { type: "string", default: "v1.13" },
     force: { type: "boolean", default: false },
   },
   positionals: 2,
@@ -43,6 +46,7 @@ export const genConfigCommand: Command = {
       installImage: values["install-image"] as string | undefined,
       additionalSans: (values["additional-sans"] as string[] | undefined)?.flatMap((s) => s.split(",")).filter(Boolean),
       kubernetesVersion: values["kubernetes-version"] as string | undefined,
+      talosVersion: values["talos-version"] as string,
       secrets,
     });
     const dir = String(values["output-dir"]);

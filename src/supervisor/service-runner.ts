@@ -60,6 +60,7 @@ export class ServiceRunner {
   private ac: AbortController | null = null;
   private readonly listeners = new Set<() => void>();
   private readonly healthChecked: boolean;
+  private healthFlipSuppressed = false;
 
   constructor(
     readonly service: Service,
@@ -242,7 +243,11 @@ export class ServiceRunner {
     }
     const sink: EventSink = (s, m) => {
       this.update(s, m);
-      if (hc && s !== ServiceState.Running) this.health.update(false, "service not running");
+      if (!hc) return;
+      if (s !== ServiceState.Running) {
+        this.health.update(false, "service not running");
+        this.healthFlipSuppressed = false;
+      } else if (this.healthFlipSuppressed) this.healthResult(this.health.isHealthy(), this.health.get().lastMessage, true);
     };
     const ctx: RunContext = { id: this.id, signal, event: sink, log: this.log, cgroup };
 
@@ -284,10 +289,13 @@ export class ServiceRunner {
     }
   }
 
-  private healthResult(ok: boolean, msg: string): void {
-    const changed = this.health.update(ok, msg);
-    // Health flips only become events while Running (upstream suppresses them otherwise).
-    if (!changed || this.state !== ServiceState.Running) return;
+  private healthResult(ok: boolean, msg: string, replay = false): void {
+    const changed = this.health.update(ok, msg) || replay;
+    if (!changed) return;
+    // Health flips only become events while Running (upstream suppresses them otherwise); a flip seen
+    // while the runner was still starting is reported once it reports Running.
+    this.healthFlipSuppressed = this.state !== ServiceState.Running;
+    if (this.healthFlipSuppressed) return;
     const text = ok ? "Health check successful" : `Health check failed: ${msg}`;
     this.history.push(this.state, text);
     this.host.recorded(this, this.state, text, this.health.get());

@@ -41,7 +41,7 @@ export async function startNode(): Promise<Harness> {
 let cached: GeneratedConfigs | undefined;
 /** One generated cluster per test file (key generation is the slow part). */
 export async function clusterConfigs(): Promise<GeneratedConfigs> {
-  cached ??= await generateConfigs({ clusterName: "demo", endpoint: "https://127.0.0.1:6443", installDisk: "/dev/vda" });
+  cached ??= await generateConfigs({ clusterName: "demo", endpoint: "https://127.0.0.1:6443", installDisk: "/dev/vda", talosVersion: "v1.13" });
   return cached;
 }
 

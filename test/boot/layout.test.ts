@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
-import { stat } from "node:fs/promises";
+import { stat, writeFile } from "node:fs/promises";
 import { withBlockIO } from "../../src/boot/blockio.js";
 import { MtoolsEsp } from "../../src/boot/esp-mtools.js";
 import { PartitionAttr, PartitionType } from "../../src/boot/gpt/index.js";
@@ -134,8 +134,13 @@ describe.skipIf(missing.length > 0)("writeLayout / readLayout on a 4 GiB image f
 
   it("creates a missing image file (local mode) and checks the plan matches the disk", async () => {
     const fresh = join(dir, "new.img");
-    const layout = await writeLayout(fresh, planLayout(4 * GiB, { arch: "arm64" }));
+    const efi = join(dir, "fake-systemd-bootaa64.efi");
+    await writeFile(efi, "MZ fake sd-boot");
+    const layout = await writeLayout(fresh, planLayout(4 * GiB, { arch: "arm64" }), { systemdBootEfi: efi });
     expect(layout.partitions.map((p) => p.name)).toEqual(["EFI", "BOOT-A", "BOOT-B", "META", "STATE", "EPHEMERAL"]);
+    const esp = new MtoolsEsp(fresh, partitionFor(layout.partitions, "esp").offset);
+    expect((await esp.read("/EFI/BOOT/BOOTAA64.EFI"))?.toString()).toBe("MZ fake sd-boot");
+    expect(await esp.exists("/grub")).toBe(false); // no BIOS on arm64, so no GRUB files
     const other = await sparseFile(join(dir, "other.img"), 5 * GiB);
     await expect(writeLayout(other, planLayout(4 * GiB, { arch: "amd64" }))).rejects.toThrow(/plan is for 4294967296 bytes but the disk has 5368709120/);
   });

@@ -9,7 +9,7 @@ import { openBlockIO, type BlockIO } from "../../src/boot/blockio.js";
 import { MtoolsEsp } from "../../src/boot/esp-mtools.js";
 import type { EspFs } from "../../src/boot/esp.js";
 import { simulateGrubBoot } from "../../src/boot/grub-script.js";
-import { MiB, partitionFor, planLayout, writeLayout, type DiskLayout, type Slot } from "../../src/boot/layout.js";
+import { MiB, partitionFor, planLayout, writeLayout, type Arch, type DiskLayout, type Slot } from "../../src/boot/layout.js";
 import { Meta } from "../../src/boot/meta.js";
 import { simulateSdBoot } from "../../src/boot/sdboot.js";
 import { PartitionSlotWriter, slotInitrdPath, slotKernelPath, type SlotPayload } from "../../src/boot/slot-files.js";
@@ -41,10 +41,10 @@ export class Rig {
     this.esp = new MtoolsEsp(img, partitionFor(layout.partitions, "esp").offset);
   }
 
-  static async create(dir: string, name = "rig.img"): Promise<Rig> {
+  static async create(dir: string, name = "rig.img", arch: Arch = "amd64"): Promise<Rig> {
     const v1 = await payload(dir, "v1");
     const img = await sparseFile(join(dir, name), RIG_SIZE);
-    const plan = planLayout(RIG_SIZE, { arch: "amd64", sizes: { esp: 64 * MiB, slot: 4 * MiB, state: 16 * MiB, ephemeralMin: 4 * MiB } });
+    const plan = planLayout(RIG_SIZE, { arch, sizes: { esp: 64 * MiB, slot: 4 * MiB, state: 16 * MiB, ephemeralMin: 4 * MiB } });
     plan.partitions.find((p) => p.role === "ephemeral")!.fs = "none";
     const rig = new Rig(img, await writeLayout(img, plan));
     await rig.withCtx((ctx) => installFirstSlot(ctx, v1));

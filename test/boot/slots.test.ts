@@ -157,4 +157,12 @@ describe.skipIf(missing.length > 0)("A/B slot policy on a real image", () => {
     const res = await rig.withCtx((ctx) => onBootReady(ctx, "B"));
     expect(res).toMatchObject({ action: "blessed", lastKnownGood: "B", record: { reason: "trial boot reached ready without a pending upgrade in META" } });
   });
+
+  it("works without GRUB on arm64 (sd-boot only, no grub files are created)", async () => {
+    const rig = await Rig.create(dir, "arm64.img", "arm64");
+    await rig.withCtx(async (ctx) => beginUpgrade(ctx, await payload(dir, "v2")));
+    expect(await rig.esp.exists("/grub")).toBe(false);
+    expect((await bootUntilHealthy(rig, "sd-boot", new Set(["v2"]))).attempts).toEqual(["B:v2", "B:v2", "B:v2", "A:v1"]);
+    expect((await rig.withCtx((ctx) => onBootReady(ctx, "A"))).action).toBe("trial-failed");
+  });
 });

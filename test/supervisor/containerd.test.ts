@@ -2,7 +2,7 @@
  * Real containerd (Debian 1.6) under a temp state folder, and an offline umoci image run as a service
  * through the containerd runner. Needs root, containerd, ctr, runc, umoci and busybox.
  */
-import { writeFileSync, mkdirSync, existsSync, readFileSync } from "node:fs";
+import { writeFileSync, mkdirSync, existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { groupMembers } from "../../src/host/process.js";
@@ -40,6 +40,7 @@ describe.skipIf(!!skip)("containerd service and runner", () => {
     await sup?.shutdown();
     // Shims outlive containerd by design; any left means a container was not stopped.
     expect(killByMarker(dir)).toEqual([]);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it("writes a config that keeps every path under the state folder", () => {
@@ -136,7 +137,6 @@ describe.skipIf(!!skip)("containerd service and runner", () => {
       image,
       args,
       binary: "/kubelet",
-      hostPid: false,
       hostRoot,
       healthUrl: `http://127.0.0.1:${port}/healthz`,
       health: { initialDelayMs: 100, periodMs: 200, timeoutMs: 1000 },
@@ -150,6 +150,8 @@ describe.skipIf(!!skip)("containerd service and runner", () => {
     const out = sup.logs.get("kubelet").tail().toString();
     expect(out).toContain(`kubelet args: ${args.join(" ")}`);
     expect(out).toContain("marker: from-host");
+    // host PID namespace: the fake kubelet sees its host PID, not 1
+    expect(out).toContain(`self pid: ${startedPid(sup, "kubelet")}`);
     expect(existsSync(join(hostRoot, "etc/kubernetes"))).toBe(true);
 
     const first = startedPid(sup, "kubelet");

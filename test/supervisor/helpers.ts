@@ -108,6 +108,7 @@ EOS
 cat > bundle/rootfs/kubelet <<'EOS'
 #!/bin/sh
 echo "kubelet args: $*"
+echo "self pid: $$"
 port=10248
 for a in "$@"; do case "$a" in --healthz-port=*) port="\${a#--healthz-port=}";; esac; done
 [ -f /var/lib/kubelet/marker ] && echo "marker: $(cat /var/lib/kubelet/marker)"

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { noCgroups } from "../../src/host/cgroups.js";
 import { LogManager, followFile, tailLines } from "../../src/supervisor/logs.js";
 import { ProcessRunner } from "../../src/supervisor/runners/process.js";
+import { MachinedService } from "../../src/supervisor/services/machined.js";
 import { Supervisor } from "../../src/supervisor/supervisor.js";
 import { collect, tempDir, waitUntil } from "./helpers.js";
 
@@ -94,6 +95,21 @@ describe("logs", () => {
     await waitUntil(() => logs.get("machined").tail().length > 0, 2000, "pino line");
     const line = JSON.parse(logs.get("machined").tail(1).toString()) as { msg: string; svc: string };
     expect(line).toMatchObject({ msg: "hello from pino", svc: "x" });
+  });
+
+  it("lists the agent as service machined, serving the agent's log", async () => {
+    const sup = new Supervisor({ cgroups: noCgroups, log: () => {} });
+    sups.push(sup);
+    const log = pino({ base: undefined }, sup.logs.writer("machined"));
+    sup.load(new MachinedService());
+    sup.start("machined");
+    await sup.waitFor("machined", "up", AbortSignal.timeout(2000));
+    expect(sup.info("machined")?.events.at(-1)?.msg).toBe("Service started as goroutine");
+    log.warn("agent says hi");
+    const text = await collect(sup.logsOf("machined", { tailLines: 1 }));
+    expect(JSON.parse(text)).toMatchObject({ msg: "agent says hi" });
+    expect(sup.logs.ids()).toContain("machined");
+    await sup.stop("machined");
   });
 
   it("tails and follows a plain log file", async () => {

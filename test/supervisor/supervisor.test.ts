@@ -238,6 +238,8 @@ describe("supervisor", () => {
     expect(info.health?.unknown).toBe(true);
     expect(sup.list().map((s) => s.id)).toEqual(["gor"]);
     expect(sup.state("gor")).toBe(ServiceState.Finished);
+    // transitions also land in the agent's own log, upstream style
+    expect(sup.logs.get("machined").tail().toString()).toContain("service[gor](Running): Service started as goroutine\n");
   });
 
   it("guards the API operations like upstream", async () => {

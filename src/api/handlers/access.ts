@@ -26,7 +26,8 @@ export function accessHandlers(deps: ApiDeps): Handlers {
     Kubeconfig: async (_req, send, ctx: CallContext) => {
       requireControlPlane(deps, "kubeconfig");
       const cfg = deps.node.activeConfig!;
-      const ca = { crt: pem(cfg.cluster?.ca?.crt, "cluster.ca.crt"), key: pem(cfg.cluster?.ca?.key, "cluster.ca.key") };
+      const ca = cfg.kubernetesCA();
+      if (!ca) throw failedPrecondition("the Kubernetes CA (cluster.ca or KubeAPIServerCAConfig) is missing from the machine config");
       const admin = await issueKubernetesAdminCert(ca);
       const name = cfg.clusterName() ?? "talos";
       const user = `admin@${name}`;

@@ -67,13 +67,31 @@ export class MachineConfig {
     return this.typed ? parseMachineType(this.typed.machine.type) : "unknown";
   }
 
+  /** `cluster.clusterName`, or the KubeClusterConfig document's (the Talos 1.14 layout). */
   clusterName(): string | undefined {
-    return this.typed?.cluster.clusterName;
+    return this.typed?.cluster.clusterName ?? this.kindString("KubeClusterConfig", "clusterName");
   }
 
-  /** `cluster.controlPlane.endpoint`, e.g. https://1.2.3.4:6443. */
+  /** `cluster.controlPlane.endpoint` (or KubeClusterConfig's), e.g. https://1.2.3.4:6443. */
   endpoint(): string | undefined {
-    return this.typed?.cluster.controlPlane?.endpoint;
+    return this.typed?.cluster.controlPlane?.endpoint ?? this.kindString("KubeClusterConfig", "endpoint");
+  }
+
+  /**
+   * The Kubernetes CA as PEM text: `cluster.ca` (base64 PEM) in the classic layout, or the
+   * KubeAPIServerCAConfig document's issuing CA (plain PEM) in the Talos 1.14 layout.
+   */
+  kubernetesCA(): { crt: string; key: string } | undefined {
+    const ca = this.typed?.cluster.ca;
+    if (ca?.crt && ca.key) return { crt: fromB64(ca.crt), key: fromB64(ca.key) };
+    const issuing = this.document("KubeAPIServerCAConfig")?.data.issuingCA as { cert?: string; key?: string } | undefined;
+    if (issuing?.cert && issuing.key) return { crt: issuing.cert, key: issuing.key };
+    return undefined;
+  }
+
+  private kindString(kind: string, key: string): string | undefined {
+    const v = this.document(kind)?.data[key];
+    return typeof v === "string" ? v : undefined;
   }
 
   hostname(): string | undefined {
@@ -123,4 +141,8 @@ export class MachineConfig {
   withDocuments(fn: (docs: PlainObject[]) => PlainObject[]): MachineConfig {
     return MachineConfig.fromDocuments(fn(this.documents.map((d) => deepClone(d.data))));
   }
+}
+
+function fromB64(s: string): string {
+  return Buffer.from(s, "base64").toString("utf8");
 }

@@ -7,7 +7,7 @@
 import { parseAllDocuments } from "yaml";
 import { fromBase64Pem } from "./pem.js";
 import type { CertAndKey } from "./ca.js";
-import type { SecretsBundle } from "./secrets.js";
+import type { SecretsBundle } from "./secrets-types.js";
 import { SecretsValidationError, validateSecrets, type RawBundle } from "./secrets-load.js";
 
 type Obj = Record<string, unknown>;

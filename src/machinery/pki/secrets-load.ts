@@ -7,7 +7,7 @@ import { X509Certificate } from "node:crypto";
 import { parse } from "yaml";
 import type { CertAndKey } from "./ca.js";
 import { decodePem, fromBase64Pem, parsePrivateKeyPem } from "./pem.js";
-import type { SecretsBundle } from "./secrets.js";
+import type { SecretsBundle } from "./secrets-types.js";
 
 export class SecretsValidationError extends Error {
   constructor(readonly problems: string[]) {

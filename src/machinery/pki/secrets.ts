@@ -8,19 +8,9 @@ import { stringify } from "yaml";
 import { newECDSACA, newTalosCA, type CertAndKey } from "./ca.js";
 import { newPrivateKey } from "./keys.js";
 import { encodePrivateKeyPem, toBase64Pem } from "./pem.js";
+import type { SecretsBundle } from "./secrets-types.js";
 
-export interface SecretsBundle {
-  cluster: { id: string; secret: string };
-  secrets: { bootstrapToken: string; secretboxEncryptionSecret?: string; aescbcEncryptionSecret?: string };
-  trustdInfo: { token: string };
-  certs: {
-    etcd: CertAndKey;
-    k8s: CertAndKey;
-    k8sAggregator: CertAndKey;
-    k8sServiceAccount: { key: string };
-    os: CertAndKey;
-  };
-}
+export type { SecretsBundle } from "./secrets-types.js";
 
 export interface GenerateSecretsOptions {
   /**

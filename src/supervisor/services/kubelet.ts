@@ -130,8 +130,9 @@ export class KubeletService implements Service {
       mounts: this.mounts(),
       netHost: true,
       privileged: true,
-      // Host PID namespace, as upstream (the kubelet inspects host processes).
-      withNs: this.o.hostPid === false ? [] : ["pid:/proc/1/ns/pid"],
+      // Host PID namespace, as upstream (the kubelet inspects host processes). The agent's own namespace
+      // is the host's; /proc/1 may not be readable when the agent is not PID 1.
+      withNs: this.o.hostPid === false ? [] : [`pid:/proc/${process.pid}/ns/pid`],
       gracefulStopMs: this.o.gracefulStopMs,
     });
   }

@@ -1,0 +1,45 @@
+/**
+ * network.HostnameSpecController: HostnameSpec → kernel → HostnameStatus.
+ *
+ * - PID 1: sets the kernel host/domain name, then reports what the kernel has.
+ * - A given network namespace: the hostname lives in the UTS namespace, which a network namespace
+ *   shares with the host, so it is NOT applied; the status reports the spec (documented limitation).
+ * - Observe only: reports the kernel's hostname, polled, and never changes it.
+ */
+import type { Controller } from "../../state/runtime/index.js";
+import { setHostname } from "../../host/net/apply.js";
+import {
+  HostnameSpecType,
+  HostnameStatusType,
+  type HostnameSpecSpec,
+  type HostnameStatusSpec,
+} from "../../machinery/resources/types/network.js";
+import { HOSTNAME_ID } from "./hostname_merge.js";
+import { NETWORK_NS, type NetworkEnv } from "./shared.js";
+
+export function hostnameSpecController(env: NetworkEnv): Controller {
+  const target = env.target;
+  return {
+    name: "network.HostnameSpecController",
+    inputs: [{ namespace: NETWORK_NS, type: HostnameSpecType.type, id: HOSTNAME_ID, kind: "strong" }],
+    outputs: [{ type: HostnameStatusType.type, kind: "exclusive" }],
+    async reconcile(ctx) {
+      const ptr = { namespace: NETWORK_NS, type: HostnameStatusType.type, id: HOSTNAME_ID };
+      const spec = ctx.get({ namespace: NETWORK_NS, type: HostnameSpecType.type, id: HOSTNAME_ID })?.spec as HostnameSpecSpec | undefined;
+      if (target?.kind === "netns") {
+        if (!spec) ctx.destroy(ptr);
+        else ctx.apply({ ...ptr, spec: { hostname: spec.hostname, domainname: spec.domainname } satisfies HostnameStatusSpec });
+        return;
+      }
+      if (target?.kind === "pid1" && spec?.hostname) {
+        const now = (await env.observe.hostname()).spec;
+        if (now.hostname !== spec.hostname || now.domainname !== spec.domainname) {
+          ctx.log("setting hostname", { hostname: spec.hostname, domainname: spec.domainname });
+          await setHostname(target, spec.hostname, spec.domainname);
+        }
+      }
+      ctx.apply({ ...ptr, spec: (await env.observe.hostname()).spec });
+      return { requeueAfterMs: env.pollMs };
+    },
+  };
+}

@@ -1,0 +1,20 @@
+/**
+ * network.LinkStatusController: mirrors the kernel's links into LinkStatus resources. It polls (there is
+ * no netlink subscription in Node without a native addon) and looks again at once when an apply
+ * controller bumps a LinkRefresh after changing the kernel.
+ */
+import type { Controller } from "../../state/runtime/index.js";
+import { LinkRefreshType, LinkStatusType } from "../../machinery/resources/types/network.js";
+import { mirror, NETWORK_NS, type NetworkEnv } from "./shared.js";
+
+export function linkStatusController(env: NetworkEnv): Controller {
+  return {
+    name: "network.LinkStatusController",
+    inputs: [{ namespace: NETWORK_NS, type: LinkRefreshType.type, kind: "weak" }],
+    outputs: [{ type: LinkStatusType.type, kind: "exclusive" }],
+    async reconcile(ctx) {
+      mirror(ctx, LinkStatusType.type, await env.observe.links());
+      return { requeueAfterMs: env.pollMs };
+    },
+  };
+}

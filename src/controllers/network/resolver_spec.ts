@@ -1,0 +1,35 @@
+/**
+ * network.ResolverSpecController: ResolverStatus `resolvers`. When machined owns the network the status
+ * is the spec (the resolv.conf we write, etc_files.ts, is rendered from it, as upstream); otherwise it is
+ * what the host's /etc/resolv.conf says, polled.
+ */
+import type { Controller } from "../../state/runtime/index.js";
+import { ResolverSpecType, ResolverStatusType, type ResolverSpecSpec, type ResolverStatusSpec } from "../../machinery/resources/types/network.js";
+import { RESOLVER_ID } from "./resolver_merge.js";
+import { NETWORK_NS, type NetworkEnv } from "./shared.js";
+
+export function resolverSpecController(env: NetworkEnv): Controller {
+  return {
+    name: "network.ResolverSpecController",
+    inputs: [{ namespace: NETWORK_NS, type: ResolverSpecType.type, id: RESOLVER_ID, kind: "strong" }],
+    outputs: [{ type: ResolverStatusType.type, kind: "exclusive" }],
+    async reconcile(ctx) {
+      const ptr = { namespace: NETWORK_NS, type: ResolverStatusType.type, id: RESOLVER_ID };
+      if (!env.target) {
+        ctx.apply({ ...ptr, spec: (await env.observe.resolvers()).spec });
+        return { requeueAfterMs: env.pollMs };
+      }
+      const spec = ctx.get({ namespace: NETWORK_NS, type: ResolverSpecType.type, id: RESOLVER_ID })?.spec as ResolverSpecSpec | undefined;
+      if (!spec) {
+        ctx.destroy(ptr);
+        return;
+      }
+      const status: ResolverStatusSpec = {
+        dnsServers: [...spec.dnsServers],
+        ...(spec.nameServers?.length ? { nameServers: spec.nameServers } : {}),
+        searchDomains: spec.searchDomains ?? [],
+      };
+      ctx.apply({ ...ptr, spec: status });
+    },
+  };
+}

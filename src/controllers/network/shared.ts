@@ -1,0 +1,85 @@
+/**
+ * What the network controllers share: options, the kernel observers (injectable so tests can feed
+ * fixtures), reading the machine config, and the resource pointers they use.
+ */
+import { loadConfig, type MachineConfig } from "../../machinery/config/index.js";
+import type { Input, ReconcileContext } from "../../state/runtime/index.js";
+import type { NetTarget } from "../../host/net/apply.js";
+import type {
+  AddressStatusSpec,
+  HostnameStatusSpec,
+  LinkStatusSpec,
+  ResolverStatusSpec,
+  RouteStatusSpec,
+} from "../../machinery/resources/types/network.js";
+import { NETWORK_NS } from "../../machinery/resources/types/network.js";
+
+export { NETWORK_NS };
+/** Where layered specs (DHCP results) wait to be merged, as upstream's `network-config` namespace. */
+export const NETWORK_CONFIG_NS = "network-config";
+
+export const CONFIG_NS = "config";
+export const MACHINE_CONFIG_TYPE = "MachineConfigs.config.talos.dev";
+export const MACHINE_CONFIG_ID = "v1alpha1";
+
+export const configInput: Input = { namespace: CONFIG_NS, type: MACHINE_CONFIG_TYPE, id: MACHINE_CONFIG_ID, kind: "weak" };
+
+export interface Observed<S> {
+  id: string;
+  spec: S;
+}
+
+/** Reads of the kernel state, one call per poll. */
+export interface Observers {
+  links(): Promise<Array<Observed<LinkStatusSpec>>>;
+  addresses(): Promise<Array<Observed<AddressStatusSpec>>>;
+  routes(): Promise<Array<Observed<RouteStatusSpec>>>;
+  resolvers(): Promise<Observed<ResolverStatusSpec>>;
+  hostname(): Promise<Observed<HostnameStatusSpec>>;
+}
+
+/** What the controllers need at run time, resolved from NetworkControllerOptions by index.ts. */
+export interface NetworkEnv {
+  observe: Observers;
+  /** Set only when machined owns the network; the apply controllers exist only then. */
+  target?: NetTarget;
+  /** Folder that receives resolv.conf and hosts (manage mode), or whose files are checked (observe mode). */
+  etcRoot: string;
+  pollMs: number;
+  /** How soon to look again while the kernel does not yet match the specs. */
+  retryMs: number;
+}
+
+const cache = new Map<string, MachineConfig | undefined>();
+
+/**
+ * The active machine config, parsed (the resource holds the YAML text). A config that does not parse
+ * is logged and treated as absent: it was validated when it was accepted, so this is not expected.
+ */
+export function readConfig(ctx: ReconcileContext): MachineConfig | undefined {
+  const r = ctx.get({ namespace: CONFIG_NS, type: MACHINE_CONFIG_TYPE, id: MACHINE_CONFIG_ID });
+  if (!r || typeof r.spec !== "string") return undefined;
+  const text = r.spec;
+  if (cache.has(text)) return cache.get(text);
+  let cfg: MachineConfig | undefined;
+  try {
+    cfg = loadConfig(text);
+  } catch (err) {
+    ctx.log("machine config does not parse; ignoring it", { error: String(err) });
+  }
+  // Every network controller parses the same text; keep only the latest to bound memory.
+  cache.clear();
+  cache.set(text, cfg);
+  return cfg;
+}
+
+/** The typed `machine.network` section, or an empty one. */
+export function networkSection(cfg: MachineConfig | undefined): NonNullable<NonNullable<MachineConfig["machine"]>["network"]> {
+  return cfg?.machine?.network ?? {};
+}
+
+/** Mirrors observations into one output kind: apply every observed item, destroy the vanished ones. */
+export function mirror<S>(ctx: ReconcileContext, type: string, items: Array<Observed<S>>): void {
+  for (const o of items) ctx.apply({ namespace: NETWORK_NS, type, id: o.id, spec: o.spec });
+  ctx.cleanup(NETWORK_NS, type, items.map((o) => o.id));
+}
