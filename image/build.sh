@@ -11,10 +11,9 @@ mkdir -p "$OUT" "$WORK"
 case "${AGENT:-}" in
   smoke) AGENT=$(sh "$TOP/image/smoke-agent.sh") ;;
   "") AGENT=$TOP/dist/machined.mjs
-      if [ ! -s "$AGENT" ]; then
-        [ -f "$TOP/scripts/build.mjs" ] || { echo "no agent bundle: dist/machined.mjs is missing and there is no scripts/build.mjs; use AGENT=smoke or AGENT=/path/to/bundle.mjs" >&2; exit 1; }
-        log "npm run build"; (cd "$TOP" && npm run -s build)
-      fi ;;
+      # always rebuild the bundle (esbuild, ~1 s) so the image never ships a stale agent
+      if [ -f "$TOP/scripts/build.mjs" ]; then log "npm run build"; (cd "$TOP" && npm run -s build >&2); fi
+      [ -s "$AGENT" ] || { echo "no agent bundle at $AGENT; use AGENT=smoke or AGENT=/path/to/bundle.mjs" >&2; exit 1; } ;;
 esac
 export AGENT
 

@@ -132,7 +132,6 @@ export class MtoolsEsp implements EspFs {
     try {
       // -D s: skip components that exist; mmd then exits non-zero, so success is judged by the result below
       await runTool("mmd", ["-D", "s", "-i", this.image, ...chain]);
-      await this.flush();
     } catch (err) {
       try {
         await runTool("mdir", ["-b", "-i", this.image, `${chain[chain.length - 1]}/`]);
@@ -140,6 +139,7 @@ export class MtoolsEsp implements EspFs {
         throw err;
       }
     }
+    await this.flush();
   }
 
   async exists(path: string): Promise<boolean> {

@@ -21,10 +21,26 @@ export interface Region {
   label: string;
 }
 
+/** FAT32 is only valid with at least 65525 clusters; leave a margin for the reserved and FAT sectors. */
+const FAT32_MIN_CLUSTERS = 65525 + 1024;
+
+/**
+ * Sectors per cluster for the ESP: the largest power of two up to 4 KiB clusters that still gives a valid FAT32.
+ * mkfs.vfat would size clusters from the whole image (it ignores the block count when guessing), which on a
+ * big disk yields too few clusters for a FAT32 that mtools and firmware accept.
+ */
+export function fat32SectorsPerCluster(sizeBytes: number, sectorSize: number): number {
+  for (let spc = Math.max(1, 4096 / sectorSize); spc >= 1; spc /= 2) {
+    if (sizeBytes / (spc * sectorSize) >= FAT32_MIN_CLUSTERS) return spc;
+  }
+  throw new Error(`an ESP of ${sizeBytes} bytes is too small for FAT32 with ${sectorSize}-byte sectors (needs ${FAT32_MIN_CLUSTERS} clusters)`);
+}
+
 export async function mkfsVfatRegion(path: string, r: Region, sectorSize: number): Promise<void> {
   const startSector = r.offset / sectorSize;
   await runTool("mkfs.vfat", [
     "-F", "32", // firmware only promises FAT32 support on the ESP
+    "-s", String(fat32SectorsPerCluster(r.size, sectorSize)),
     "-n", r.label,
     "-S", String(sectorSize),
     "-h", String(startSector), // "hidden sectors" = partition start; some firmware checks it

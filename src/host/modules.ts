@@ -28,8 +28,13 @@ export interface ModuleEntry {
 export interface Alias {
   pattern: string;
   module: string;
-  /** the pattern up to its first wildcard: a cheap startsWith filter before the glob (modules.alias has ~30k lines) */
+  /** the pattern up to its first wildcard: a cheap startsWith filter before the glob (modules.alias has ~14k lines) */
   prefix: string;
+  /**
+   * the longest wildcard-free run of the pattern, which the modalias must contain: the prefix alone does not
+   * help for device-tree aliases ("of:N*T*Carm,pl011"), thousands of which share the prefix "of:N"
+   */
+  literal: string;
 }
 
 export interface SoftDep {
@@ -83,7 +88,8 @@ export function parseModulesAlias(text: string): Alias[] {
     const f = line.trim().split(/\s+/);
     if (f[0] !== "alias" || f.length < 3) continue;
     const wild = f[1].search(/[*?[]/);
-    out.push({ pattern: f[1], module: moduleName(f[2]), prefix: wild < 0 ? f[1] : f[1].slice(0, wild) });
+    const literal = f[1].split(/\[[^\]]*\]|[*?]/).reduce((a, b) => (b.length > a.length ? b : a), "");
+    out.push({ pattern: f[1], module: moduleName(f[2]), prefix: wild < 0 ? f[1] : f[1].slice(0, wild), literal });
   }
   return out;
 }
@@ -152,7 +158,7 @@ export function globToRegExp(pattern: string): RegExp {
 export function matchAlias(index: Pick<ModuleIndex, "aliases">, modalias: string): string[] {
   const out: string[] = [];
   for (const a of index.aliases) {
-    if (!modalias.startsWith(a.prefix) || out.includes(a.module)) continue;
+    if (!modalias.startsWith(a.prefix) || !modalias.includes(a.literal) || out.includes(a.module)) continue;
     if (globToRegExp(a.pattern).test(modalias)) out.push(a.module);
   }
   return out;

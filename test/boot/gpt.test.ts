@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { openBlockIO, withBlockIO } from "../../src/boot/blockio.js";
 import { emptyGptTable, GptError, PartitionAttr, PartitionType, readGpt, readGptStrict, writeGpt, type GptTable } from "../../src/boot/gpt/index.js";
 import { guidFromBytes, guidToBytes } from "../../src/boot/gpt/guid.js";
-import { run } from "../../src/boot/tools.js";
+import { runTool as run } from "../../src/boot/tools.js";
 import { missingTools, sparseFile, tempDir } from "./helpers.js";
 
 const MiB = 1024 * 1024;

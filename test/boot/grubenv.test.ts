@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { DirEsp } from "../../src/boot/esp-dir.js";
 import { grubConfig, grubDecide, parseGrubCfg, simulateGrubBoot, writeGrubConfig, type GrubSlotEntry } from "../../src/boot/grub-script.js";
 import { encodeGrubEnv, GRUBENV_HEADER, parseGrubEnv, readGrubEnv, writeBootVars } from "../../src/boot/grubenv.js";
-import { run } from "../../src/boot/tools.js";
+import { runTool as run } from "../../src/boot/tools.js";
 import { missingTools, tempDir } from "./helpers.js";
 
 const noEditenv = (await missingTools("grubenv vs grub-editenv", ["grub-editenv"])).length > 0;

@@ -7,8 +7,8 @@ import { PartitionAttr, PartitionType } from "../../src/boot/gpt/index.js";
 import { parseGrubEnv } from "../../src/boot/grubenv.js";
 import { GiB, MiB, partitionFor, planLayout, readLayout, writeLayout } from "../../src/boot/layout.js";
 import { Meta } from "../../src/boot/meta.js";
-import { parseSeekOutput } from "../../src/boot/mkfs.js";
-import { run } from "../../src/boot/tools.js";
+import { fat32SectorsPerCluster, parseSeekOutput } from "../../src/boot/mkfs.js";
+import { runTool as run } from "../../src/boot/tools.js";
 import { missingTools, sparseFile, tempDir } from "./helpers.js";
 
 const missing = await missingTools("layout on image files", ["sgdisk", "mkfs.vfat", "mkfs.ext4", "mkfs.xfs", "xfs_io", "mcopy", "blkid", "xfs_repair"]);
@@ -43,6 +43,13 @@ describe("planLayout", () => {
   it("supports 4096-byte sectors", () => {
     const plan = planLayout(4 * GiB, { arch: "amd64", sectorSize: 4096 });
     expect(plan.partitions[0].firstLba).toBe(256);
+  });
+
+  it("sizes FAT32 clusters so the ESP stays a valid FAT32 (4 KiB clusters when possible)", () => {
+    expect(fat32SectorsPerCluster(512 * MiB, 512)).toBe(8);
+    expect(fat32SectorsPerCluster(64 * MiB, 512)).toBe(1);
+    expect(fat32SectorsPerCluster(512 * MiB, 4096)).toBe(1);
+    expect(() => fat32SectorsPerCluster(64 * MiB, 4096)).toThrow(/too small for FAT32/);
   });
 
   it("explains what does not fit on a small disk", () => {
@@ -161,6 +168,30 @@ async function extractRegion(img: string, offset: number, size: number, out: str
     }),
   );
 }
+
+describe.skipIf(missing.length > 0)("writeLayout with 4096-byte sectors", () => {
+  it("writes and reads back a 4Kn layout with working filesystems", async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      const img = join(dir, "4kn.img");
+      const plan = planLayout(4 * GiB, { arch: "amd64", sectorSize: 4096 });
+      await writeLayout(img, plan);
+      const back = await readLayout(img);
+      expect(back.sectorSize).toBe(4096);
+      expect(back.problems).toEqual([]);
+      expect(back.partitions.map((p) => [p.name, p.firstLba, p.offset])).toEqual(plan.partitions.map((p) => [p.label, p.firstLba, p.offset]));
+      const esp = partitionFor(back.partitions, "esp");
+      const probe = (await run("blkid", ["-p", "-o", "export", "-O", String(esp.offset), img])).stdout.toString();
+      expect(probe).toContain("BLOCK_SIZE=4096");
+      expect(probe).toContain("TYPE=vfat");
+      expect((await new MtoolsEsp(img, esp.offset).read("/loader/loader.conf"))?.toString()).toContain("timeout");
+      const eph = partitionFor(back.partitions, "ephemeral");
+      expect((await run("blkid", ["-p", "-o", "export", "-O", String(eph.offset), img])).stdout.toString()).toMatch(/TYPE=xfs/);
+    } finally {
+      await cleanup();
+    }
+  });
+});
 
 describe("parseSeekOutput", () => {
   it("turns xfs_io seek output into data ranges, the last one running to EOF", () => {

@@ -19,7 +19,7 @@ import {
   type EntrySpec,
 } from "../../src/boot/sdboot.js";
 import { compareVersions } from "../../src/boot/version-compare.js";
-import { run } from "../../src/boot/tools.js";
+import { runTool as run } from "../../src/boot/tools.js";
 import { missingTools, tempDir } from "./helpers.js";
 
 const noMtools = (await missingTools("sd-boot on a FAT image", ["mkfs.vfat", "mcopy"])).length > 0;

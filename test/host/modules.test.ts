@@ -108,7 +108,14 @@ describe("depmod file parsing", () => {
   it("reads aliases, softdeps and builtins", () => {
     const aliases = parseModulesAlias(MODULES_ALIAS);
     expect(aliases).toHaveLength(9);
-    expect(aliases[0]).toEqual({ pattern: "pci:v00001AF4d*sv*sd*bc*sc*i*", module: "virtio_pci", prefix: "pci:v00001AF4d" });
+    expect(aliases[0]).toEqual({
+      pattern: "pci:v00001AF4d*sv*sd*bc*sc*i*",
+      module: "virtio_pci",
+      prefix: "pci:v00001AF4d",
+      literal: "pci:v00001AF4d",
+    });
+    expect(aliases.find((a) => a.pattern.startsWith("of:"))?.literal).toBe("Cfoo,bar");
+    expect(aliases.find((a) => a.pattern.startsWith("acpi"))?.literal).toBe(":PNP0C0");
     const soft = parseModulesSoftdep(MODULES_SOFTDEP);
     expect(soft.get("libcrc32c")).toEqual({ pre: ["crc32c"], post: [] });
     expect(soft.get("virtio_net")).toEqual({ pre: [], post: ["not_shipped_here"] });

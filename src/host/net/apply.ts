@@ -82,6 +82,16 @@ export async function setLinkMtu(t: NetTarget, link: string, mtu: number): Promi
   await ip(t, ["link", "set", "dev", link, "mtu", String(mtu)]);
 }
 
+export async function createVlan(t: NetTarget, parent: string, name: string, vlanId: number): Promise<void> {
+  if (!Number.isInteger(vlanId) || vlanId < 0 || vlanId > 4095) throw new Error(`invalid VLAN id ${vlanId}`);
+  await ipIdempotent(t, ["link", "add", "link", parent, "name", name, "type", "vlan", "id", String(vlanId)], /File exists/);
+}
+
+/** Deletes a (logical) link machined created. */
+export async function deleteLink(t: NetTarget, name: string): Promise<void> {
+  await ipIdempotent(t, ["link", "del", "dev", name], /Cannot find device/);
+}
+
 /** Adds `prefix` (e.g. `10.250.0.2/24`) to a link; IPv4 gets the computed broadcast like upstream. */
 export async function addAddress(t: NetTarget, link: string, prefix: string): Promise<void> {
   const v4 = !prefix.includes(":");

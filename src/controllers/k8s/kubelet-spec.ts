@@ -1,0 +1,96 @@
+/**
+ * k8s.KubeletSpecController: what the kubelet service actually runs — image, flags, extra mounts,
+ * expected node name and the KubeletConfiguration document — from KubeletConfig + Nodename +
+ * MachineType (+ node IPs). Waits (publishes nothing) until all three inputs exist.
+ */
+import type { MachineTypeName } from "../../machinery/resources/types/config.js";
+import {
+  K8S_NS,
+  KubeletConfigType,
+  KubeletSpecType,
+  NodenameType,
+  type KubeletConfigSpec,
+  type NodenameSpec,
+} from "../../machinery/resources/types/k8s.js";
+import type { Controller, ReconcileContext } from "../../state/runtime/index.js";
+import { machineType, machineTypeInput } from "../config/active.js";
+import { NETWORK_NS, NODE_ADDRESS_TYPE, nodeAddressIPs, type NodeAddressLike } from "../config/external.js";
+import { args, mergeArgs, renderArgs, type Args } from "./args.js";
+import { KUBELET_ID } from "./kubelet-config.js";
+import { kubeletConfiguration } from "./kubelet-configuration.js";
+
+/** Upstream's NodeIP resource, if anyone publishes it; otherwise the routed addresses are used. */
+const NODE_IP_TYPE = "NodeIPs.kubernetes.talos.dev";
+
+export interface KubeletSpecOptions {
+  /** Container mode: the kubelet must not insist on protecting kernel defaults. */
+  container?: boolean;
+}
+
+export function kubeletSpecController(opts: KubeletSpecOptions = {}): Controller {
+  const ptr = { namespace: K8S_NS, type: KubeletSpecType.type, id: KUBELET_ID };
+  return {
+    name: "k8s.KubeletSpecController",
+    inputs: [
+      { namespace: K8S_NS, type: KubeletConfigType.type, id: KUBELET_ID, kind: "weak" },
+      { namespace: K8S_NS, type: NodenameType.type, id: "nodename", kind: "weak" },
+      { namespace: K8S_NS, type: NODE_IP_TYPE, id: KUBELET_ID, kind: "weak" },
+      { namespace: NETWORK_NS, type: NODE_ADDRESS_TYPE, kind: "weak" },
+      machineTypeInput,
+    ],
+    outputs: [{ type: KubeletSpecType.type, kind: "exclusive" }],
+    reconcile(ctx) {
+      const cfg = ctx.get({ namespace: K8S_NS, type: KubeletConfigType.type, id: KUBELET_ID })?.spec as KubeletConfigSpec | undefined;
+      if (!cfg) {
+        ctx.destroy(ptr);
+        return;
+      }
+      const mt = machineType(ctx);
+      const nodename = ctx.get({ namespace: K8S_NS, type: NodenameType.type, id: "nodename" })?.spec as NodenameSpec | undefined;
+      if (!mt || !nodename) return; // Upstream also waits for these instead of publishing a partial spec.
+      ctx.apply({ ...ptr, spec: kubeletSpec(cfg, mt, nodename.nodename, nodeIPs(ctx), opts) });
+    },
+  };
+}
+
+export function kubeletSpec(cfg: KubeletConfigSpec, mt: MachineTypeName, nodename: string, ips: string[], opts: KubeletSpecOptions = {}) {
+  let expectedNodename = nodename;
+  const a: Args = args({
+    config: "/etc/kubernetes/kubelet.yaml",
+    "cert-dir": "/var/lib/kubelet/pki",
+    "hostname-override": nodename,
+  });
+  if (!cfg.skipNodeRegistration) {
+    a.set("bootstrap-kubeconfig", ["/etc/kubernetes/bootstrap-kubeconfig"]);
+    a.set("kubeconfig", ["/etc/kubernetes/kubeconfig-kubelet"]);
+  }
+  if (cfg.cloudProviderExternal) a.set("cloud-provider", ["external"]);
+  const extra: Args = new Map(Object.entries(cfg.extraArgs ?? {}).map(([k, v]) => [k, [...v.values]]));
+  // The user picks the node name themselves: nothing to expect.
+  if (extra.has("hostname-override")) expectedNodename = "";
+  if (!extra.has("node-ip") && ips.length > 0) a.set("node-ip", [ips.join(",")]);
+  const denied = ["bootstrap-kubeconfig", "kubeconfig", "container-runtime", "container-runtime-endpoint", "config", "cert-dir"];
+  mergeArgs(a, extra, Object.fromEntries(denied.map((k) => [k, "denied" as const])));
+  if (cfg.credentialProviderConfig) {
+    a.set("image-credential-provider-bin-dir", ["/usr/local/lib/kubelet/credentialproviders"]);
+    a.set("image-credential-provider-config", ["/etc/kubernetes/kubelet-credentialproviderconfig.yaml"]);
+  }
+  return {
+    image: cfg.image,
+    args: renderArgs(a),
+    extraMounts: cfg.extraMounts ?? [],
+    expectedNodename,
+    config: kubeletConfiguration(cfg, mt, { container: opts.container }),
+    credentialProviderConfig: cfg.credentialProviderConfig,
+  };
+}
+
+/** Node IPs: upstream's NodeIP resource when present, else the first routed IPv4 and IPv6 address. */
+function nodeIPs(ctx: ReconcileContext): string[] {
+  const nodeIP = ctx.get({ namespace: K8S_NS, type: NODE_IP_TYPE, id: KUBELET_ID })?.spec as { addresses?: string[] } | undefined;
+  if (nodeIP?.addresses?.length) return [...nodeIP.addresses];
+  const addrs = nodeAddressIPs(ctx.get({ namespace: NETWORK_NS, type: NODE_ADDRESS_TYPE, id: "routed-no-k8s" })?.spec as NodeAddressLike | undefined);
+  const v4 = addrs.find((a) => !a.includes(":"));
+  const v6 = addrs.find((a) => a.includes(":"));
+  return [v4, v6].filter((a): a is string => a !== undefined);
+}

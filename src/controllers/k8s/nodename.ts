@@ -1,0 +1,64 @@
+/**
+ * k8s.NodenameController: the Kubernetes node name (`k8s`/`nodename`), derived from the hostname —
+ * HostnameStatus once the network controllers publish it, else the configured or OS hostname —
+ * lower-cased and stripped of characters a node name cannot hold; the FQDN with registerWithFQDN.
+ */
+import * as os from "node:os";
+import type { MachineConfig } from "../../machinery/config/index.js";
+import { K8S_NS, NodenameType } from "../../machinery/resources/types/k8s.js";
+import type { Controller } from "../../state/runtime/index.js";
+import { activeConfig, activeConfigInput } from "../config/active.js";
+import { HOSTNAME_STATUS_TYPE, NETWORK_NS, type HostnameStatusLike } from "../config/external.js";
+
+
+export interface NodenameOptions {
+  /** Used until a HostnameStatus exists; default: machine.network.hostname, else the OS hostname. */
+  fallbackHostname?: (cfg: MachineConfig) => string;
+}
+
+export function nodenameController(opts: NodenameOptions = {}): Controller {
+  const fallback = opts.fallbackHostname ?? ((cfg: MachineConfig) => cfg.hostname() || os.hostname());
+  return {
+    name: "k8s.NodenameController",
+    inputs: [activeConfigInput, { namespace: NETWORK_NS, type: HOSTNAME_STATUS_TYPE, id: "hostname", kind: "weak" }],
+    outputs: [{ type: NodenameType.type, kind: "exclusive" }],
+    reconcile(ctx) {
+      const cfg = activeConfig(ctx);
+      // Like upstream, keep the last node name while there is no config (maintenance mode).
+      if (!cfg?.machine) return;
+      const status = ctx.get({ namespace: NETWORK_NS, type: HOSTNAME_STATUS_TYPE, id: "hostname" });
+      const hs = status?.spec as HostnameStatusLike | undefined;
+      const kubelet = cfg.machine.kubelet;
+      let hostname: string;
+      if (hs) hostname = kubelet?.registerWithFQDN ? fqdn(hs) : hs.hostname;
+      else hostname = fallback(cfg);
+      ctx.apply({
+        namespace: K8S_NS,
+        type: NodenameType.type,
+        id: "nodename",
+        spec: {
+          nodename: nodenameFromHostname(hostname),
+          hostnameVersion: status ? String(status.metadata.version) : "",
+          skipNodeRegistration: kubelet?.skipNodeRegistration ?? false,
+        },
+      });
+    },
+  };
+}
+
+export function fqdn(hs: HostnameStatusLike): string {
+  return hs.domainname ? `${hs.hostname}.${hs.domainname}` : hs.hostname;
+}
+
+/** Lower-case letters, digits, `-` (also for `_`) and `.`; everything else dropped; no leading/trailing `-`/`.`. */
+export function nodenameFromHostname(hostname: string): string {
+  let out = "";
+  for (const ch of hostname) {
+    if (/[a-z0-9.]/.test(ch)) out += ch;
+    else if (/[A-Z]/.test(ch)) out += ch.toLowerCase();
+    else if (ch === "-" || ch === "_") out += "-";
+  }
+  out = out.replace(/^[-.]+|[-.]+$/g, "");
+  if (out === "") throw new Error(`could not convert hostname ${JSON.stringify(hostname)} to a valid Kubernetes Node name`);
+  return out;
+}

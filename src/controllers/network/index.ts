@@ -1,0 +1,112 @@
+/**
+ * The network controllers. Observation (statuses, NodeAddress, NetworkStatus, config-derived specs)
+ * always runs; changing the network (links, addresses, routes, hostname, resolv.conf/hosts, DHCP) only
+ * when machined owns it — `manage: true` with either a network namespace it was given or `pid1: true`
+ * (checked against the real PID). In local mode (`manage: false`) nothing here changes the host.
+ */
+import type { Controller } from "../../state/runtime/index.js";
+import { netnsTarget, pid1Target, type NetTarget } from "../../host/net/apply.js";
+import {
+  observeAddresses,
+  observeHostname,
+  observeLinks,
+  observeResolvers,
+  observeRoutes,
+} from "../../host/net/index.js";
+import { addressMergeController } from "./address_merge.js";
+import { addressSpecController } from "./address_spec.js";
+import { addressStatusController } from "./address_status.js";
+import { dhcp4Controller, type LeaseFn } from "./dhcp4.js";
+import { etcFileController } from "./etc_files.js";
+import { hostnameMergeController } from "./hostname_merge.js";
+import { hostnameSpecController } from "./hostname_spec.js";
+import { linkMergeController } from "./link_merge.js";
+import { linkSpecController } from "./link_spec.js";
+import { linkStatusController } from "./link_status.js";
+import { nodeAddressController } from "./node_address.js";
+import { resolverMergeController } from "./resolver_merge.js";
+import { resolverSpecController } from "./resolver_spec.js";
+import { routeMergeController } from "./route_merge.js";
+import { routeSpecController } from "./route_spec.js";
+import { routeStatusController } from "./route_status.js";
+import type { NetworkEnv, Observers } from "./shared.js";
+import { statusController } from "./status.js";
+import { timeServerSpecController } from "./timeserver_spec.js";
+
+export interface NetworkControllerOptions {
+  /** Named network namespace (`ip netns list`) to observe, and to manage when `manage` is set. */
+  netns?: string;
+  /** Change the network to match the config. Requires `netns` or `pid1: true`. */
+  manage: boolean;
+  /** Manage the host's own network; only honoured when this process really is PID 1. */
+  pid1?: boolean;
+  /**
+   * Folder for resolv.conf and hosts. When managing, they are written there (not written at all without
+   * it); readiness (NetworkStatus.etcFilesReady) checks this folder, or /etc when not given.
+   */
+  etcRoot?: string;
+  /** Root for reading the host's hostname/resolv.conf/sysfs in observe mode (tests); default "/". */
+  hostRoot?: string;
+  /** Kernel poll interval, default 5000 ms. */
+  pollMs?: number;
+  /** Retry interval while the kernel does not match yet, default 1000 ms. */
+  retryMs?: number;
+  /** Replace kernel observations (tests). */
+  observe?: Partial<Observers>;
+  /** Replace DHCP lease acquisition (tests). */
+  dhcpLease?: LeaseFn;
+}
+
+/** Decides what we may change; throws for `manage: true` without an explicit target. */
+export function networkTarget(opts: Pick<NetworkControllerOptions, "netns" | "manage" | "pid1">): NetTarget | undefined {
+  if (!opts.manage) return undefined;
+  if (opts.netns) return netnsTarget(opts.netns);
+  if (opts.pid1) return pid1Target();
+  throw new Error("network: manage requires a network namespace (netns) or pid1: true; refusing to change the host network");
+}
+
+export function defaultObservers(opts: Pick<NetworkControllerOptions, "netns" | "hostRoot">): Observers {
+  const netns = opts.netns;
+  const root = opts.hostRoot;
+  return {
+    links: () => observeLinks({ netns, root }),
+    addresses: () => observeAddresses({ netns }),
+    routes: () => observeRoutes({ netns }),
+    resolvers: () => observeResolvers({ root }),
+    hostname: () => observeHostname({ root }),
+  };
+}
+
+export function networkControllers(opts: NetworkControllerOptions): Controller[] {
+  const target = networkTarget(opts);
+  const env: NetworkEnv = {
+    observe: { ...defaultObservers(opts), ...opts.observe },
+    target,
+    etcRoot: opts.etcRoot ?? "/etc",
+    pollMs: opts.pollMs ?? 5000,
+    retryMs: opts.retryMs ?? 1000,
+  };
+  const controllers: Controller[] = [
+    linkStatusController(env),
+    addressStatusController(env),
+    routeStatusController(env),
+    hostnameMergeController(env),
+    hostnameSpecController(env),
+    resolverMergeController(),
+    resolverSpecController(env),
+    timeServerSpecController(),
+    addressMergeController(),
+    routeMergeController(),
+    linkMergeController(),
+    nodeAddressController(),
+    statusController(env),
+  ];
+  if (target) {
+    const managed = { ...env, target };
+    controllers.push(linkSpecController(managed), addressSpecController(managed), routeSpecController(managed), dhcp4Controller(managed, opts.dhcpLease));
+    if (opts.etcRoot) controllers.push(etcFileController(opts.etcRoot));
+  }
+  return controllers;
+}
+
+export type { Observers } from "./shared.js";

@@ -1,0 +1,51 @@
+/**
+ * network.StatusController: NetworkStatus `status`, the "network" condition of MachineStatus:
+ * addressReady = NodeAddress `current` is not empty; connectivityReady = a default route exists (we run
+ * no probes); hostnameReady = HostnameStatus exists; etcFilesReady = `hosts` and `resolv.conf` exist in
+ * the etc folder (the one we write when managing the network, else the host's). Files are not resources
+ * here, so the controller looks again soon while they are missing.
+ */
+import { access } from "node:fs/promises";
+import path from "node:path";
+import type { Controller } from "../../state/runtime/index.js";
+import {
+  HostnameStatusType,
+  NetworkStatusType,
+  NodeAddressType,
+  RouteStatusType,
+  type NetworkStatusSpec,
+  type NodeAddressSpec,
+  type RouteStatusSpec,
+} from "../../machinery/resources/types/network.js";
+import { HOSTNAME_ID } from "./hostname_merge.js";
+import { NETWORK_NS, type NetworkEnv } from "./shared.js";
+
+export const STATUS_ID = "status";
+
+const exists = (p: string) => access(p).then(() => true, () => false);
+
+export function statusController(env: NetworkEnv): Controller {
+  return {
+    name: "network.StatusController",
+    inputs: [
+      { namespace: NETWORK_NS, type: NodeAddressType.type, id: "current", kind: "weak" },
+      { namespace: NETWORK_NS, type: RouteStatusType.type, kind: "weak" },
+      { namespace: NETWORK_NS, type: HostnameStatusType.type, id: HOSTNAME_ID, kind: "weak" },
+    ],
+    outputs: [{ type: NetworkStatusType.type, kind: "exclusive" }],
+    async reconcile(ctx) {
+      const current = ctx.get({ namespace: NETWORK_NS, type: NodeAddressType.type, id: "current" })?.spec as NodeAddressSpec | undefined;
+      const routes = ctx.list(NETWORK_NS, RouteStatusType.type).map((r) => r.spec as RouteStatusSpec);
+      const files = await Promise.all(["hosts", "resolv.conf"].map((f) => exists(path.join(env.etcRoot, f))));
+      const spec: NetworkStatusSpec = {
+        addressReady: (current?.addresses.length ?? 0) > 0,
+        // Upstream tests for a zero destination in any table; the local table has none.
+        connectivityReady: routes.some((r) => r.dst === ""),
+        hostnameReady: ctx.get({ namespace: NETWORK_NS, type: HostnameStatusType.type, id: HOSTNAME_ID }) !== undefined,
+        etcFilesReady: files.every(Boolean),
+      };
+      ctx.apply({ namespace: NETWORK_NS, type: NetworkStatusType.type, id: STATUS_ID, spec });
+      return { requeueAfterMs: spec.etcFilesReady ? env.pollMs : env.retryMs };
+    },
+  };
+}
