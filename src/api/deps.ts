@@ -1,6 +1,7 @@
 /** What the API edge needs from the layers below. Built by pid1/cli wiring; handlers take only this. */
 import type { Logger } from "pino";
 import type { Node } from "../lifecycle/node.js";
+import type { NodeServices } from "../lifecycle/services.js";
 import type { State } from "../state/types.js";
 import type { TypeRegistry } from "../machinery/resources/registry.js";
 
@@ -12,4 +13,6 @@ export interface ApiDeps {
   platform: { name: string; mode: string };
   /** Names and addresses that refer to this node (for `node`/`nodes` routing). */
   localNames(): string[];
+  /** The supervisor and service logs; absent where nothing is supervised (ServiceList is then empty). */
+  services?: NodeServices;
 }

@@ -12,6 +12,10 @@ import { fileHandlers } from "./handlers/files.js";
 import { systemHandlers } from "./handlers/system.js";
 import { accessHandlers } from "./handlers/access.js";
 import { cosiHandlers } from "./handlers/cosi.js";
+import { serviceHandlers } from "./handlers/services.js";
+import { logHandlers } from "./handlers/logs.js";
+import { containerHandlers } from "./handlers/containers.js";
+import { etcdHandlers } from "./handlers/etcd.js";
 import { State as CosiState } from "../machinery/api/gen/cosi/state_pb.js";
 
 export function buildServices(deps: ApiDeps): ServiceHandlers {
@@ -23,6 +27,10 @@ export function buildServices(deps: ApiDeps): ServiceHandlers {
     ...fileHandlers(deps),
     ...systemHandlers(deps),
     ...accessHandlers(deps),
+    ...serviceHandlers(deps),
+    ...logHandlers(deps),
+    ...containerHandlers(deps),
+    ...etcdHandlers(deps),
   };
   return new Map<DescService, Handlers>([
     [MachineService, machine],

@@ -24,6 +24,8 @@ const ptr = { namespace: RUNTIME_NS, type: MachineStatusType.type, id: "machine"
 
 export class MachineStatusTracker {
   private spec: MachineStatusSpec = { stage: "booting", status: { ready: false, unmetConditions: [] } };
+  /** Readiness as last evaluated; shown whenever the stage is booting or running. */
+  private readiness: MachineStatusSpec["status"] = { ready: false, unmetConditions: [] };
 
   constructor(
     private readonly state: State,
@@ -35,18 +37,24 @@ export class MachineStatusTracker {
   }
 
   setStage(stage: StageName, actorId = ""): void {
-    this.spec = { ...this.spec, stage };
     // Readiness is only evaluated while booting/running; other stages report ready with no conditions.
-    if (stage !== "booting" && stage !== "running") this.spec.status = { ready: true, unmetConditions: [] };
+    const status = stage === "booting" || stage === "running" ? this.readiness : { ready: true, unmetConditions: [] };
+    this.spec = { stage, status: structuredClone(status) };
     this.publish(actorId);
   }
 
   setReadiness(unmet: UnmetCondition[], actorId = ""): void {
-    if (this.spec.stage !== "booting" && this.spec.stage !== "running") return;
     const next = { ready: unmet.length === 0, unmetConditions: unmet };
+    this.readiness = next;
+    if (this.spec.stage !== "booting" && this.spec.stage !== "running") return;
     if (JSON.stringify(next) === JSON.stringify(this.spec.status)) return;
     this.spec = { ...this.spec, status: next };
     this.publish(actorId);
+  }
+
+  /** A new boot starts not ready until the conditions are evaluated again. */
+  resetReadiness(): void {
+    this.readiness = { ready: false, unmetConditions: [] };
   }
 
   /** Re-send the current status (after the event log was reset by a simulated reboot). */

@@ -31,10 +31,14 @@ export type NodeMode = "maintenance" | "configured";
 
 /** Hooks the API layer registers to follow mode and config changes (e.g. to switch TLS). */
 export interface NodeListener {
-  onConfigChanged(cfg: MachineConfig | undefined): void | Promise<void>;
+  onConfigChanged?(cfg: MachineConfig | undefined): void | Promise<void>;
+  /** A (simulated) reboot is under way: drop what a real reboot would drop, e.g. client connections. */
+  onReboot?(): void | Promise<void>;
 }
 
 const CONFIG_OWNER = "";
+/** How long a simulated reboot keeps the node down (local mode). */
+export const SIMULATED_REBOOT_MS = Number(process.env.MACHINED_SIMULATED_REBOOT_MS ?? 2500);
 const MACHINE_TYPE_OWNER = "config.MachineTypeController";
 
 export class Node {
@@ -137,7 +141,7 @@ export class Node {
     const wasMaintenance = this.mode === "maintenance";
     this.config = cfg;
     this.publishConfigResources();
-    for (const l of this.listeners) await l.onConfigChanged(cfg);
+    for (const l of this.listeners) await l.onConfigChanged?.(cfg);
     if (cfg && wasMaintenance && this.status.current.stage === "maintenance") {
       this.status.setStage("booting");
       this.status.setStage("running");
@@ -194,7 +198,9 @@ export class Node {
     this.runSequence("reboot", actorId, async (seq) => {
       this.status.setStage("rebooting", actorId);
       await seq.phase("stopEverything", [["stopAllServices", () => this.stopServices()]]);
-      seq.stop();
+      // A real reboot never reports the end of its sequence: the machine goes down. The pause stands in
+      // for firmware and kernel time, so clients (talosctl's tracker) re-watch before connections drop.
+      await new Promise((r) => setTimeout(r, SIMULATED_REBOOT_MS));
       await this.restart();
     });
   }
@@ -235,7 +241,10 @@ export class Node {
     this.armTryRevert(undefined);
     this.bootId = randomUUID();
     this.events.reset();
+    this.status.resetReadiness();
     this.config = undefined;
+    // Like a real reboot, connections drop; talosctl then reconnects and replays the new boot's events.
+    for (const l of this.listeners) await l.onReboot?.();
     await this.boot();
   }
 }

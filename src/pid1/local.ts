@@ -7,6 +7,7 @@ import pino from "pino";
 import { EventBus } from "../state/events.js";
 import { InMemoryState } from "../state/inmem.js";
 import { Node } from "../lifecycle/node.js";
+import { NodeServices, servicesUnavailableReason, type NodeServicesOptions } from "../lifecycle/services.js";
 import { ApiServer } from "../api/server.js";
 import { buildServices } from "../api/services.js";
 import { IdentityManager } from "../api/identity.js";
@@ -16,11 +17,16 @@ export interface LocalOptions {
   stateDir: string;
   listen: { host: string; port: number };
   logLevel?: string;
+  /** Run containerd/etcd under the supervisor. Default: only as root with both binaries installed. */
+  services?: boolean;
+  /** Service settings for tests (etcd ports, containerd off, ...). */
+  serviceOptions?: Partial<Pick<NodeServicesOptions, "containerd" | "etcd" | "cgroups">>;
 }
 
 export interface RunningNode {
   node: Node;
   api: ApiServer;
+  services: NodeServices;
   port: number;
   stop(): Promise<void>;
 }
@@ -41,8 +47,19 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
   publishDefinitions(state, types);
   const node = new Node({ stateDir: opts.stateDir, local: true, log, state, events });
   const hostname = () => os.hostname();
+  const unavailable = opts.services === undefined ? servicesUnavailableReason() : undefined;
+  if (unavailable) log.info(`system services (containerd, etcd) disabled: ${unavailable}`);
+  // Before boot: the stored config's activation must already reach the services.
+  const services = new NodeServices({
+    node,
+    stateDir: opts.stateDir,
+    enabled: opts.services ?? !unavailable,
+    hostname,
+    addresses: () => ["127.0.0.1", ...localAddresses()],
+    ...opts.serviceOptions,
+  });
   const localNames = () => [...localAddresses(), "127.0.0.1", "::1", "localhost", hostname(), opts.listen.host];
-  const deps = { node, state, types, log, platform: { name: "metal", mode: "metal" }, localNames };
+  const deps = { node, state, types, log, platform: { name: "metal", mode: "metal" }, localNames, services };
   const api = new ApiServer(deps);
   api.register(buildServices(deps));
   const identity = new IdentityManager(
@@ -54,7 +71,10 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
   await node.boot();
   const initial = await identity.modeFor(node.activeConfig);
   const addr = await api.listen(opts.listen.host, opts.listen.port, initial);
-  node.addListener({ onConfigChanged: (cfg) => identity.follow(cfg).then(() => undefined) });
+  node.addListener({
+    onConfigChanged: (cfg) => identity.follow(cfg).then(() => undefined),
+    onReboot: () => api.conns.closeAll(),
+  });
   log.info(
     { address: `${addr.address}:${addr.port}`, mode: initial.kind, stateDir: opts.stateDir, startupMs: Math.round(performance.now() - started) },
     "machined API listening",
@@ -62,6 +82,7 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
   const stop = async () => {
     identity.stopRenewal();
     await api.close();
+    await services.shutdown();
   };
   if (handleSignals) {
     for (const sig of ["SIGINT", "SIGTERM"] as const) {
@@ -71,5 +92,5 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
       });
     }
   }
-  return { node, api, port: addr.port, stop };
+  return { node, api, services, port: addr.port, stop };
 }

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { parse } from "yaml";
-import { runLocalNode, type RunningNode } from "../../src/pid1/local.js";
+import { runLocalNode, type LocalOptions, type RunningNode } from "../../src/pid1/local.js";
 import { generateConfigs, type GeneratedConfigs } from "../../src/machinery/generate/index.js";
 import { issueClientCert } from "../../src/machinery/pki/issue.js";
 import { tlsKeyPem } from "../../src/machinery/pki/pem.js";
@@ -24,9 +24,10 @@ export interface Harness {
   stop(): Promise<void>;
 }
 
-export async function startNode(): Promise<Harness> {
+/** Services (containerd, etcd) stay off unless a test asks for them. */
+export async function startNode(extra: Partial<LocalOptions> = {}): Promise<Harness> {
   const stateDir = mkdtempSync(path.join(tmpdir(), "machined-api-"));
-  const node = await runLocalNode({ stateDir, listen: { host: "127.0.0.1", port: 0 }, logLevel: "silent" }, false);
+  const node = await runLocalNode({ stateDir, listen: { host: "127.0.0.1", port: 0 }, logLevel: "silent", services: false, ...extra }, false);
   return {
     node,
     address: `127.0.0.1:${node.port}`,

@@ -34,6 +34,7 @@ const FAIL_RETRY_MS = 10_000;
 export function dhcp4Controller(env: NetworkEnv & { target: NetTarget }, leaseFn?: LeaseFn): Controller {
   const leases = new Map<string, LeaseState>();
   let udhcpc: string[] | undefined | null = null; // null = not looked for yet
+  let warned = false;
   const acquire: LeaseFn =
     leaseFn ??
     (async (link) => {
@@ -68,7 +69,10 @@ export function dhcp4Controller(env: NetworkEnv & { target: NetTarget }, leaseFn
             ctx.log("dhcp failed", { link: name, error: String(err) });
             return undefined;
           });
-          if (udhcpc === undefined && !leaseFn) ctx.log("udhcpc not found; DHCP is not available", { link: name });
+          if (udhcpc === undefined && !leaseFn && !warned) {
+            warned = true;
+            ctx.log("udhcpc not found (neither standalone nor in busybox); DHCP is not available", { link: name });
+          }
           st = lease
             ? { lease, due: Date.now() + Math.max(5, lease.leaseSeconds / 2) * 1000 }
             : { lease: st?.lease, due: Date.now() + FAIL_RETRY_MS };

@@ -14,6 +14,7 @@ import type { Controller, ControllerStatus, ReconcileContext } from "../../state
 import { activeConfig, activeConfigInput } from "../config/active.js";
 import { NETWORK_NS, NODE_ADDRESS_TYPE, type NodeAddressLike } from "../config/external.js";
 import { podCIDRs, serviceCIDRs } from "../k8s/network.js";
+import { quoteList } from "../cluster/check/nodes.js";
 
 export const DIAGNOSTICS_CONTROLLER = "runtime.DiagnosticsController";
 
@@ -26,9 +27,6 @@ export interface DiagnosticsOptions {
   intervalMs?: number;
   now?: () => number;
 }
-
-/** Go's %q of a string list: `["a" "b"]`. */
-export const goQuoteList = (l: string[]) => `[${l.map((s) => JSON.stringify(s)).join(" ")}]`;
 
 export function controllerFailing(statuses: ControllerStatus[], threshold: number): Map<string, DiagnosticSpec> {
   const out = new Map<string, DiagnosticSpec>();
@@ -49,9 +47,9 @@ export function addressOverlap(ctx: Pick<ReconcileContext, "get">): DiagnosticSp
   const cfg = activeConfig(ctx);
   if (!routed || !minusK8s || !cfg) return undefined;
   if ((routed.addresses ?? []).length === 0 || (minusK8s.addresses ?? []).length > 0) return undefined;
-  const details = [`host routed addresses: ${goQuoteList(routed.addresses ?? [])}`];
+  const details = [`host routed addresses: ${quoteList(routed.addresses ?? [])}`];
   if (cfg.cluster) {
-    details.push(`Kubernetes pod CIDRs: ${goQuoteList(podCIDRs(cfg))}`, `Kubernetes service CIDRs: ${goQuoteList(serviceCIDRs(cfg))}`);
+    details.push(`Kubernetes pod CIDRs: ${quoteList(podCIDRs(cfg))}`, `Kubernetes service CIDRs: ${quoteList(serviceCIDRs(cfg))}`);
   }
   return { message: "host and Kubernetes pod/service CIDR addresses overlap", details };
 }

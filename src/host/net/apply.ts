@@ -185,11 +185,15 @@ export interface DhcpLease {
   leaseSeconds: number;
 }
 
-/** udhcpc calls this script with the lease in its environment; we only print it. */
+/** udhcpc calls this script with the lease in its environment; we only print it, one key per line. */
 const DHCP_SCRIPT = `#!/bin/sh
 [ "$1" = bound ] || [ "$1" = renew ] || exit 0
-printf 'MACHINED_LEASE ip=%s mask=%s router=%s dns=%s domain=%s hostname=%s mtu=%s lease=%s\\n' \\
-  "$ip" "$mask" "$router" "$dns" "$domain" "$hostname" "$mtu" "$lease"
+echo MACHINED_LEASE_BEGIN
+for k in ip mask router dns domain hostname mtu lease; do
+  eval "v=\\$$k"
+  echo "MACHINED_LEASE $k=$v"
+done
+echo MACHINED_LEASE_END
 `;
 
 /** The udhcpc to use: a standalone one, else busybox's applet; undefined when neither exists. */
@@ -201,12 +205,17 @@ export async function findUdhcpc(): Promise<string[] | undefined> {
   return undefined;
 }
 
+/** The last complete lease block udhcpc's script printed; undefined when there is none. */
 export function parseLease(stdout: string): DhcpLease | undefined {
-  const line = stdout.split("\n").reverse().find((l) => l.startsWith("MACHINED_LEASE "));
-  if (!line) return undefined;
-  const kv = Object.fromEntries(
-    [...line.matchAll(/(\w+)=([^ ]*)/g)].map((m) => [m[1], m[2]]),
-  );
+  const lines = stdout.split("\n");
+  const end = lines.lastIndexOf("MACHINED_LEASE_END");
+  const begin = lines.lastIndexOf("MACHINED_LEASE_BEGIN", end);
+  if (end < 0 || begin < 0) return undefined;
+  const kv: Record<string, string> = {};
+  for (const l of lines.slice(begin + 1, end)) {
+    const m = /^MACHINED_LEASE (\w+)=(.*)$/.exec(l);
+    if (m) kv[m[1]] = m[2].trim();
+  }
   if (!kv.ip) return undefined;
   const words = (s = "") => s.split(/\s+/).filter(Boolean);
   const bits = Number(kv.mask) || 32;

@@ -105,3 +105,12 @@ cluster:
     podSubnets: [10.244.0.0/16]
     serviceSubnets: [10.96.0.0/12]
 `;
+
+/** Like eventually, for asynchronous conditions (files, commands). */
+export async function eventuallyAsync(cond: () => Promise<boolean>, timeoutMs = 5000, what = "condition"): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

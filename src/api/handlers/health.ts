@@ -1,0 +1,85 @@
+/**
+ * ClusterService.HealthCheck, run server-side like machined does: control planes only, node list from
+ * the request or the local Members, `discovered nodes: [...]` first, then one deduplicated
+ * `waiting for <check>: <state>` line per change until every check passes (stream ends OK) or the
+ * wait timeout (default 20 min) passes (DeadlineExceeded naming the check and its last error).
+ */
+import type { HealthCheckRequest } from "../../machinery/api/gen/cluster/cluster_pb.js";
+import { ApiError, Code } from "../../machinery/errors.js";
+import { readMeminfo } from "../../host/proc/index.js";
+import { CLUSTER_NS, MemberType } from "../../machinery/resources/types/cluster.js";
+import { CONFIG_NS, MachineTypeType, type MachineTypeName } from "../../machinery/resources/types/config.js";
+import { defaultClusterChecks, type CheckEnv, type EtcdMemberView } from "../../controllers/cluster/check/checks.js";
+import { clusterInfoFromLists, clusterInfoFromMembers, quoteList, type ClusterInfo } from "../../controllers/cluster/check/nodes.js";
+import { dedupReporter, waitChecks, type WaitOptions } from "../../controllers/cluster/check/wait.js";
+import type { State } from "../../state/types.js";
+import type { Handlers } from "../transport/service.js";
+import type { ApiDeps } from "../deps.js";
+import { withMetadata } from "../reply.js";
+
+export const DEFAULT_WAIT_TIMEOUT_MS = 20 * 60_000;
+
+export interface HealthOptions {
+  intervalMs?: number;
+  now?: () => number;
+  sleep?: WaitOptions["sleep"];
+  memTotalKiB?: () => Promise<number>;
+  etcdMembers?: () => Promise<EtcdMemberView[]>;
+  etcdRuns?: () => boolean;
+}
+
+/** Unimplemented unless this node is a control plane (upstream machinehelper.CheckControlplane). */
+export function requireControlPlane(state: Pick<State, "get">, api = "cluster health check"): void {
+  const mt = state.get({ namespace: CONFIG_NS, type: MachineTypeType.type, id: "machine-type" })?.spec as MachineTypeName | undefined;
+  if (mt === undefined) throw new ApiError(Code.Unimplemented, `machine type is not set, cannot use ${api} API`);
+  if (mt !== "controlplane" && mt !== "init") throw new ApiError(Code.Unimplemented, `${api} is only available on control plane nodes`);
+}
+
+export function discoverCluster(state: Pick<State, "list">, req: HealthCheckRequest): ClusterInfo {
+  const cp = req.clusterInfo?.controlPlaneNodes ?? [];
+  const workers = req.clusterInfo?.workerNodes ?? [];
+  if (cp.length > 0 || workers.length > 0) return clusterInfoFromLists(cp, workers);
+  const members = state.list(CLUSTER_NS, MemberType.type);
+  if (members.length > 0) return clusterInfoFromMembers(members);
+  // Upstream falls back to the Kubernetes node list; machined has no Kubernetes client.
+  throw new ApiError(
+    Code.FailedPrecondition,
+    "no cluster members are known and the Kubernetes node list is not available: pass the nodes (--control-plane-nodes, --worker-nodes)",
+  );
+}
+
+export function waitTimeoutMs(req: HealthCheckRequest): number {
+  const d = req.waitTimeout;
+  if (!d) return DEFAULT_WAIT_TIMEOUT_MS;
+  return Number(d.seconds) * 1000 + Math.floor(d.nanos / 1e6);
+}
+
+export function healthHandlers(deps: ApiDeps, opts: HealthOptions = {}): Handlers {
+  const now = opts.now ?? Date.now;
+  return {
+    HealthCheck: async (req: HealthCheckRequest, send: (m: { message: string }) => Promise<void>, ctx) => {
+      requireControlPlane(deps.state);
+      const deadline = now() + waitTimeoutMs(req);
+      const cluster = discoverCluster(deps.state, req);
+      const emit = (message: string) => send(withMetadata(ctx, { message }));
+      await emit(`discovered nodes: ${quoteList(cluster.nodes.map((n) => n.internalIP))}`);
+      const names = new Set(deps.localNames());
+      const env: CheckEnv = {
+        state: deps.state,
+        cluster,
+        isLocal: (ip) => names.has(ip),
+        containerMode: deps.platform.mode === "container",
+        memTotalKiB: opts.memTotalKiB ?? (async () => Number((await readMeminfo()).memtotal)),
+        etcdMembers: opts.etcdMembers,
+        etcdRuns: opts.etcdRuns,
+      };
+      await waitChecks(defaultClusterChecks(env), dedupReporter(emit), {
+        deadline,
+        intervalMs: opts.intervalMs,
+        now,
+        sleep: opts.sleep,
+        signal: ctx.signal,
+      });
+    },
+  };
+}

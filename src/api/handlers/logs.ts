@@ -1,0 +1,45 @@
+/**
+ * `talosctl logs`: service logs from the supervisor (namespace `system`, and `kubelet` whatever the
+ * namespace, as upstream), container output from containerd otherwise. Tail first, then with follow
+ * everything new until the client goes away.
+ */
+import type { LogsRequest } from "../../machinery/api/gen/machine/machine_pb.js";
+import { ApiError, Code } from "../../machinery/errors.js";
+import type { Handlers } from "../transport/service.js";
+import type { CallContext } from "../transport/context.js";
+import type { ApiDeps } from "../deps.js";
+import { one, withMetadata } from "../reply.js";
+import { containerd } from "./containers.js";
+
+/** Well under gRPC's 4 MiB default receive limit; talosctl re-splits on newlines anyway. */
+const CHUNK = 64 * 1024;
+
+export function logHandlers(deps: ApiDeps): Handlers {
+  return {
+    Logs: async (req: LogsRequest, send, ctx: CallContext) => {
+      const opts = { tailLines: req.tailLines < 0 ? -1 : req.tailLines, follow: req.follow, signal: ctx.signal };
+      let source: AsyncIterable<Buffer>;
+      if (req.namespace === "system" || req.id === "kubelet") {
+        // Ids become file names under the log folder; never let one point elsewhere.
+        if (req.id === "" || /[/\\]|^\.\.?$/.test(req.id)) throw new ApiError(Code.InvalidArgument, `invalid log id ${JSON.stringify(req.id)}`);
+        const logs = deps.services?.logs;
+        // Reading an unknown id without follow must not register it (upstream creates logs on first use).
+        if (!logs || (!req.follow && !logs.ids().includes(req.id))) return;
+        source = logs.read(req.id, opts);
+      } else {
+        source = await containerd(deps, req.namespace, req.driver).containerLogs(req.namespace, req.id, opts);
+      }
+      try {
+        for await (const buf of source) {
+          for (let off = 0; off < buf.length; off += CHUNK) await send(withMetadata(ctx, { bytes: buf.subarray(off, off + CHUNK) }));
+        }
+      } catch (err) {
+        // Client went away (talosctl -f and Ctrl-C): nothing to report.
+        if (ctx.signal.aborted) return;
+        throw err;
+      }
+    },
+
+    LogsContainers: (_req, ctx: CallContext) => one(ctx, { ids: deps.services?.logs.ids() ?? [] }),
+  };
+}

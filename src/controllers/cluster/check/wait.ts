@@ -1,0 +1,103 @@
+/**
+ * Sequential polling of cluster checks, as `talosctl health` reports them: each check is retried every
+ * `intervalMs` until it passes or skips; progress lines read `waiting for <check>: <state>` where the
+ * state is `...` (first attempt pending), `OK`, `SKIP`, or the last error. The reporter drops a line
+ * equal to the previous one. The whole run shares one deadline.
+ */
+import { ApiError, Code } from "../../../machinery/errors.js";
+
+/** Thrown (or returned as `{ skip }`) by a check that does not apply to this cluster. */
+export class SkipCheck extends Error {
+  constructor(readonly reason = "") {
+    super(reason ? `SKIP (${reason})` : "SKIP");
+  }
+}
+
+export interface ClusterCheck {
+  name: string;
+  /** Resolves when the condition holds; throws the reason it does not (or SkipCheck). */
+  run(signal: AbortSignal): Promise<void>;
+}
+
+export interface WaitOptions {
+  /** Absolute deadline in `now()` milliseconds. */
+  deadline: number;
+  intervalMs?: number;
+  now?: () => number;
+  /** Waits `ms` or until the signal aborts. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  signal?: AbortSignal;
+}
+
+export type Report = (line: string) => Promise<void> | void;
+
+export const defaultSleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+
+/** A reporter that sends only lines that differ from the last one sent. */
+export function dedupReporter(send: (line: string) => Promise<void> | void): Report {
+  let last: string | undefined;
+  return async (line) => {
+    const l = line.trim();
+    if (l === last) return;
+    last = l;
+    await send(l);
+  };
+}
+
+export async function waitChecks(checks: ClusterCheck[], report: Report, opts: WaitOptions): Promise<void> {
+  const now = opts.now ?? Date.now;
+  const sleep = opts.sleep ?? defaultSleep;
+  const interval = opts.intervalMs ?? 5_000;
+  const signal = opts.signal ?? new AbortController().signal;
+  const cancelled = () => new ApiError(Code.Canceled, "health check cancelled");
+  for (const check of checks) {
+    if (signal.aborted) throw cancelled();
+    if (now() >= opts.deadline) throw deadline(check.name, undefined);
+    const line = (state: string) => report(`waiting for ${check.name}: ${state}`);
+    await line("...");
+    let lastErr: string | undefined;
+    for (;;) {
+      const left = opts.deadline - now();
+      if (left <= 0) throw deadline(check.name, lastErr);
+      try {
+        await withDeadline(check.run(signal), left);
+        await line("OK");
+        break;
+      } catch (err) {
+        if (err instanceof SkipCheck) {
+          await line(err.message);
+          break;
+        }
+        lastErr = err instanceof Error ? err.message : String(err);
+      }
+      await line(lastErr);
+      if (signal.aborted) throw cancelled();
+      const remaining = opts.deadline - now();
+      if (remaining <= 0) throw deadline(check.name, lastErr);
+      await sleep(Math.min(interval, remaining), signal);
+    }
+  }
+}
+
+function deadline(name: string, lastErr: string | undefined): ApiError {
+  return new ApiError(Code.DeadlineExceeded, `context deadline exceeded: waiting for ${name}${lastErr ? `: ${lastErr}` : ""}`);
+}
+
+/** A check attempt that outlives the deadline counts as failed with a timeout. */
+function withDeadline(p: Promise<void>, ms: number): Promise<void> {
+  if (ms <= 0) return Promise.reject(new Error("context deadline exceeded"));
+  let t: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((_, reject) => {
+    t = setTimeout(() => reject(new Error("context deadline exceeded")), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(t));
+}

@@ -1,0 +1,259 @@
+/** Server-side health check: the polling engine (fake clock), each check against a store, the handler, and inspect. */
+import { create } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import { HealthCheckRequestSchema } from "../../src/machinery/api/gen/cluster/cluster_pb.js";
+import { DependencyEdgeType } from "../../src/machinery/api/gen/inspect/inspect_pb.js";
+import { ApiError, Code } from "../../src/machinery/errors.js";
+import { newResource } from "../../src/machinery/resources/resource.js";
+import { VolumeStatusType } from "../../src/machinery/resources/types/block.js";
+import { MemberType } from "../../src/machinery/resources/types/cluster.js";
+import { CONFIG_NS, MachineConfigType, MachineTypeType } from "../../src/machinery/resources/types/config.js";
+import { EtcdMemberType } from "../../src/machinery/resources/types/etcd.js";
+import { KubeletConfigType } from "../../src/machinery/resources/types/k8s.js";
+import { MachineStatusType, RUNTIME_NS, ServiceType } from "../../src/machinery/resources/types/runtime.js";
+import { DiagnosticType } from "../../src/machinery/resources/types/security.js";
+import { InMemoryState } from "../../src/state/inmem.js";
+import { ControllerRuntime } from "../../src/state/runtime/index.js";
+import { defaultClusterChecks, iBytes, K8S_CHECK_NAMES, MIN_EPHEMERAL_BYTES, type CheckEnv } from "../../src/controllers/cluster/check/checks.js";
+import { clusterInfoFromLists, clusterInfoFromMembers } from "../../src/controllers/cluster/check/nodes.js";
+import { dedupReporter, SkipCheck, waitChecks, type ClusterCheck } from "../../src/controllers/cluster/check/wait.js";
+import type { ApiDeps } from "../../src/api/deps.js";
+import { healthHandlers } from "../../src/api/handlers/health.js";
+import { inspectHandlers } from "../../src/api/handlers/inspect.js";
+import type { CallContext } from "../../src/api/transport/context.js";
+
+const GiB = 1024 ** 3;
+const LOCAL = "10.5.0.2";
+
+/** A fake clock whose sleep advances time instantly. */
+function fakeClock(start = 0) {
+  const c = { t: start, now: () => c.t, sleep: async (ms: number) => void (c.t += ms) };
+  return c;
+}
+
+function put(s: InMemoryState, ns: string, type: string, id: string, spec: unknown) {
+  s.apply(newResource({ namespace: ns, type, id }, spec), "");
+}
+
+const CONFIG = `version: v1alpha1
+machine:
+  type: controlplane
+cluster:
+  clusterName: demo
+  etcd:
+    ca:
+      crt: Zm9vYmFy
+      key: Zm9vYmFy
+`;
+
+/** A store where every pre-Kubernetes check passes for the local control plane node. */
+function healthyState(): InMemoryState {
+  const s = new InMemoryState();
+  put(s, CONFIG_NS, MachineConfigType.type, "v1alpha1", CONFIG);
+  put(s, CONFIG_NS, MachineTypeType.type, "machine-type", "controlplane");
+  put(s, RUNTIME_NS, ServiceType.type, "etcd", { running: true, healthy: true, unknown: false });
+  put(s, RUNTIME_NS, ServiceType.type, "kubelet", { running: true, healthy: true, unknown: false });
+  put(s, "k8s", KubeletConfigType.type, "kubelet", { image: "kubelet" });
+  put(s, "etcd", EtcdMemberType.type, "local", { memberID: "0000000000000001" });
+  put(s, RUNTIME_NS, VolumeStatusType.type, "EPHEMERAL", { phase: "ready", type: "directory", location: "/state", size: 100 * GiB });
+  put(s, RUNTIME_NS, MachineStatusType.type, "machine", { stage: "running", status: { ready: true, unmetConditions: [] } });
+  return s;
+}
+
+function env(s: InMemoryState, over: Partial<CheckEnv> = {}): CheckEnv {
+  return {
+    state: s,
+    cluster: clusterInfoFromLists([LOCAL], []),
+    isLocal: (ip) => ip === LOCAL,
+    memTotalKiB: async () => 8 * 1024 * 1024,
+    ...over,
+  };
+}
+
+const check = (e: CheckEnv, name: string) => defaultClusterChecks(e).find((c) => c.name === name)!;
+const run = (c: ClusterCheck) => c.run(new AbortController().signal);
+
+describe("waitChecks", () => {
+  it("reports pending, retries with the last error (deduplicated), then OK or SKIP", async () => {
+    const clock = fakeClock();
+    let attempts = 0;
+    const lines: string[] = [];
+    const checks: ClusterCheck[] = [
+      {
+        name: "a",
+        run: async () => {
+          if (++attempts < 4) throw new Error("not yet");
+        },
+      },
+      { name: "b", run: async () => Promise.reject(new SkipCheck()) },
+      { name: "c", run: async () => Promise.reject(new SkipCheck("no API")) },
+    ];
+    await waitChecks(checks, dedupReporter((l) => void lines.push(l)), { deadline: 60_000, intervalMs: 5_000, ...clock });
+    expect(lines).toEqual([
+      "waiting for a: ...",
+      "waiting for a: not yet",
+      "waiting for a: OK",
+      "waiting for b: ...",
+      "waiting for b: SKIP",
+      "waiting for c: ...",
+      "waiting for c: SKIP (no API)",
+    ]);
+    expect(attempts).toBe(4);
+    expect(clock.t).toBe(15_000);
+  });
+
+  it("ends with DeadlineExceeded naming the check and its last error", async () => {
+    const clock = fakeClock();
+    const lines: string[] = [];
+    const never: ClusterCheck = { name: "etcd to be healthy", run: async () => Promise.reject(new Error("etcd is sad")) };
+    const err = await waitChecks([never], dedupReporter((l) => void lines.push(l)), { deadline: 12_000, intervalMs: 5_000, ...clock }).catch((e) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err.code).toBe(Code.DeadlineExceeded);
+    expect(err.message).toBe("context deadline exceeded: waiting for etcd to be healthy: etcd is sad");
+    expect(lines).toEqual(["waiting for etcd to be healthy: ...", "waiting for etcd to be healthy: etcd is sad"]);
+    expect(clock.t).toBe(12_000);
+  });
+});
+
+describe("cluster checks on this node's state", () => {
+  it("a healthy control plane passes every pre-Kubernetes check; Kubernetes checks skip with a reason", async () => {
+    const lines: string[] = [];
+    await waitChecks(defaultClusterChecks(env(healthyState())), dedupReporter((l) => void lines.push(l)), { deadline: 1000, ...fakeClock() });
+    const finals = lines.filter((l) => !l.endsWith(": ..."));
+    expect(finals).toEqual([
+      "waiting for etcd to be healthy: OK",
+      "waiting for etcd members to be consistent across nodes: OK",
+      "waiting for etcd members to be control plane nodes: OK",
+      "waiting for apid to be ready: OK",
+      "waiting for all nodes memory sizes: OK",
+      "waiting for all nodes disk sizes: OK",
+      "waiting for no diagnostics: OK",
+      "waiting for kubelet to be healthy: OK",
+      "waiting for all nodes to finish boot sequence: OK",
+      ...K8S_CHECK_NAMES.map((n) => `waiting for ${n}: SKIP (no Kubernetes API client in machined)`),
+    ]);
+  });
+
+  it("etcd and kubelet checks skip when etcd has no CA / there is no KubeletConfig, and fail when unhealthy", async () => {
+    const s = healthyState();
+    put(s, RUNTIME_NS, ServiceType.type, "etcd", { running: true, healthy: false, unknown: false });
+    await expect(run(check(env(s), "etcd to be healthy"))).rejects.toThrow("1 error occurred:\n\t* 10.5.0.2: service is not healthy: etcd");
+    s.destroy({ namespace: RUNTIME_NS, type: ServiceType.type, id: "etcd" }, "");
+    await expect(run(check(env(s), "etcd to be healthy"))).rejects.toThrow('10.5.0.2: service "etcd" not in expected state "Running"');
+    s.destroy({ namespace: "etcd", type: EtcdMemberType.type, id: "local" }, "");
+    await expect(run(check(env(s), "etcd members to be consistent across nodes"))).rejects.toThrow('error getting etcd member list from node "10.5.0.2"');
+    await expect(run(check(env(s, { etcdRuns: () => false }), "etcd to be healthy"))).rejects.toBeInstanceOf(SkipCheck);
+    put(s, CONFIG_NS, MachineConfigType.type, "v1alpha1", "version: v1alpha1\nmachine:\n  type: controlplane\ncluster:\n  clusterName: demo\n");
+    await expect(run(check(env(s), "etcd to be healthy"))).rejects.toBeInstanceOf(SkipCheck);
+
+    s.destroy({ namespace: "k8s", type: KubeletConfigType.type, id: "kubelet" }, "");
+    await expect(run(check(env(s), "kubelet to be healthy"))).rejects.toBeInstanceOf(SkipCheck);
+  });
+
+  it("etcd members must be control plane nodes (peer URLs from the etcd client)", async () => {
+    const s = healthyState();
+    const members = (url: string) => async () => [{ id: "1", hostname: "n1", peerUrls: [url], isLearner: false }];
+    await expect(run(check(env(s, { etcdMembers: members("https://10.5.0.2:2380") }), "etcd members to be control plane nodes"))).resolves.toBeUndefined();
+    await expect(run(check(env(s, { etcdMembers: members("https://10.9.9.9:2380") }), "etcd members to be control plane nodes"))).rejects.toThrow(
+      'etcd member ips ["10.9.9.9"] are not subset of control plane node ips ["10.5.0.2"]',
+    );
+  });
+
+  it("memory and disk sizes: upstream minimums, skipped in container mode", async () => {
+    const s = healthyState();
+    const small = env(s, { memTotalKiB: async () => 1024 * 1024 });
+    await expect(run(check(small, "all nodes memory sizes"))).rejects.toThrow(
+      'node "10.5.0.2" does not meet memory requirements: expected at least 1698 MiB, actual 1024 MiB',
+    );
+    await expect(run(check({ ...small, containerMode: true }, "all nodes memory sizes"))).resolves.toBeUndefined();
+    put(s, RUNTIME_NS, VolumeStatusType.type, "EPHEMERAL", { phase: "ready", type: "directory", location: "/state", size: 2 * GiB });
+    expect(iBytes(MIN_EPHEMERAL_BYTES)).toBe("3.8 GiB");
+    await expect(run(check(env(s), "all nodes disk sizes"))).rejects.toThrow(
+      'ephemeral partition "/state" for node "10.5.0.2" is too small, expected at least 3.8 GiB, actual 2.0 GiB',
+    );
+    s.destroy({ namespace: RUNTIME_NS, type: VolumeStatusType.type, id: "EPHEMERAL" }, "");
+    await expect(run(check(env(s), "all nodes disk sizes"))).rejects.toThrow("VolumeStatuses.block.talos.dev(runtime/EPHEMERAL@undefined) doesn't exist");
+  });
+
+  it("diagnostics, boot sequence, and unreachable nodes", async () => {
+    const s = healthyState();
+    put(s, RUNTIME_NS, DiagnosticType.type, "address-overlap", { message: "host and Kubernetes pod/service CIDR addresses overlap", details: [] });
+    await expect(run(check(env(s), "no diagnostics"))).rejects.toThrow("active diagnostics: 10.5.0.2: host and Kubernetes pod/service CIDR addresses overlap");
+    put(s, RUNTIME_NS, MachineStatusType.type, "machine", { stage: "booting", status: { ready: false, unmetConditions: [] } });
+    await expect(run(check(env(s), "all nodes to finish boot sequence"))).rejects.toThrow("nodes are not running: booting: [10.5.0.2]");
+
+    const two = env(s, { cluster: clusterInfoFromLists([LOCAL], ["10.5.0.3"]) });
+    await expect(run(check(two, "apid to be ready"))).rejects.toThrow('error getting version from node "10.5.0.3": node "10.5.0.3" is not reachable');
+  });
+
+  it("builds the node list from Members (first address, by machine type) and rejects bad IPs", () => {
+    const m = (id: string, addresses: string[], machineType: string) => newResource({ namespace: "cluster", type: MemberType.type, id }, { addresses, machineType });
+    const info = clusterInfoFromMembers([m("w", ["10.5.0.3"], "worker"), m("cp", ["10.5.0.2", "fd00::2"], "controlplane")]);
+    expect(info.nodes.map((n) => n.internalIP)).toEqual(["10.5.0.2", "10.5.0.3"]);
+    expect(info.byType.controlplane[0].ips).toEqual(["10.5.0.2", "fd00::2"]);
+    expect(() => clusterInfoFromMembers([m("x", [], "worker")])).toThrow("no IP address found for member: x");
+    expect(() => clusterInfoFromLists(["not-an-ip"], [])).toThrow(/unable to parse IP/);
+  });
+});
+
+function deps(s: InMemoryState, mode = "metal"): ApiDeps {
+  return { state: s, localNames: () => [LOCAL, "127.0.0.1"], platform: { name: "metal", mode } } as unknown as ApiDeps;
+}
+const ctx = { signal: new AbortController().signal } as CallContext;
+
+async function callHealth(s: InMemoryState, req: Parameters<typeof create<typeof HealthCheckRequestSchema>>[1], clock = fakeClock()) {
+  const msgs: string[] = [];
+  const h = healthHandlers(deps(s), { ...clock, memTotalKiB: async () => 8 * 1024 * 1024 });
+  const result = await h
+    .HealthCheck(create(HealthCheckRequestSchema, req), async (m: { message: string }) => void msgs.push(m.message), ctx)
+    .then(() => undefined, (e: unknown) => e);
+  return { msgs, error: result as ApiError | undefined };
+}
+
+describe("ClusterService.HealthCheck handler", () => {
+  it("refuses nodes that are not control planes, like machined", async () => {
+    const s = new InMemoryState();
+    expect((await callHealth(s, {})).error?.message).toBe("machine type is not set, cannot use cluster health check API");
+    put(s, CONFIG_NS, MachineTypeType.type, "machine-type", "worker");
+    const { error } = await callHealth(s, {});
+    expect(error?.code).toBe(Code.Unimplemented);
+    expect(error?.message).toBe("cluster health check is only available on control plane nodes");
+  });
+
+  it("discovers the nodes from Members, streams the progress and ends OK when healthy", async () => {
+    const s = healthyState();
+    put(s, "cluster", MemberType.type, "n1", { nodeId: "x", addresses: [LOCAL], hostname: "n1", machineType: "controlplane", operatingSystem: "Talos (v1.14.0)" });
+    const { msgs, error } = await callHealth(s, { waitTimeout: { seconds: 60n, nanos: 0 } });
+    expect(error).toBeUndefined();
+    expect(msgs[0]).toBe('discovered nodes: ["10.5.0.2"]');
+    expect(msgs[1]).toBe("waiting for etcd to be healthy: ...");
+    expect(msgs).toContain("waiting for all nodes to finish boot sequence: OK");
+    expect(new Set(msgs).size).toBe(msgs.length);
+  });
+
+  it("uses the request's node lists and times out with DeadlineExceeded on a failing check", async () => {
+    const s = healthyState();
+    put(s, RUNTIME_NS, MachineStatusType.type, "machine", { stage: "booting", status: { ready: false, unmetConditions: [] } });
+    const clock = fakeClock();
+    const { msgs, error } = await callHealth(s, { waitTimeout: { seconds: 30n, nanos: 0 }, clusterInfo: { controlPlaneNodes: [LOCAL] } }, clock);
+    expect(msgs[0]).toBe('discovered nodes: ["10.5.0.2"]');
+    expect(error?.code).toBe(Code.DeadlineExceeded);
+    expect(error?.message).toBe("context deadline exceeded: waiting for all nodes to finish boot sequence: nodes are not running: booting: [10.5.0.2]");
+    expect(msgs[msgs.length - 1]).toBe("waiting for all nodes to finish boot sequence: nodes are not running: booting: [10.5.0.2]");
+    expect(clock.t).toBe(30_000);
+  });
+});
+
+describe("InspectService.ControllerRuntimeDependencies", () => {
+  it("maps the runtime's dependency graph to proto edges", async () => {
+    const rt = new ControllerRuntime(new InMemoryState());
+    rt.register({ name: "cluster.InfoController", inputs: [{ namespace: "config", type: "MachineConfigs.config.talos.dev", id: "v1alpha1", kind: "weak" }], outputs: [{ type: "Infos.cluster.talos.dev", kind: "exclusive" }], reconcile() {} });
+    const h = inspectHandlers({ ...deps(new InMemoryState()), runtime: rt });
+    const reply = await h.ControllerRuntimeDependencies({}, ctx);
+    expect(reply.messages[0].edges).toEqual([
+      { controllerName: "cluster.InfoController", edgeType: DependencyEdgeType.OUTPUT_EXCLUSIVE, resourceNamespace: "", resourceType: "Infos.cluster.talos.dev", resourceId: "" },
+      { controllerName: "cluster.InfoController", edgeType: DependencyEdgeType.INPUT_WEAK, resourceNamespace: "config", resourceType: "MachineConfigs.config.talos.dev", resourceId: "v1alpha1" },
+    ]);
+    await expect(inspectHandlers(deps(new InMemoryState())).ControllerRuntimeDependencies({}, ctx)).rejects.toThrow("controller runtime is not running");
+  });
+});

@@ -1,0 +1,179 @@
+/** k8s controllers: Nodename, KubeletConfig, KubeletSpec, control plane StaticPods; plus the args merge rules. */
+import { describe, expect, it } from "vitest";
+import { K8S_NS, KubeletConfigType, KubeletSpecType, NodenameType, StaticPodType, type KubeletConfigSpec, type KubeletSpecSpec, type NodenameSpec } from "../../../src/machinery/resources/types/k8s.js";
+import { RUNTIME_NS, ServiceType } from "../../../src/machinery/resources/types/runtime.js";
+import { InMemoryState } from "../../../src/state/inmem.js";
+import { args, mergeArgs, renderArgs } from "../../../src/controllers/k8s/args.js";
+import { kubeletConfigController } from "../../../src/controllers/k8s/kubelet-config.js";
+import { kubeletSpecController } from "../../../src/controllers/k8s/kubelet-spec.js";
+import { nodenameController, nodenameFromHostname } from "../../../src/controllers/k8s/nodename.js";
+import { dnsServiceAddrs } from "../../../src/controllers/k8s/network.js";
+import { controlPlaneStaticPodController } from "../../../src/controllers/k8s/static-pods.js";
+import { controlPlaneConfig, eventually, publishConfig, put, settle, spec, startRuntime } from "../runtime/harness.js";
+
+const KUBELET = `  kubelet:
+    image: ghcr.io/siderolabs/kubelet:v1.35.0
+    extraArgs:
+      rotate-server-certificates: "true"
+    extraConfig:
+      maxPods: 150
+    extraMounts:
+      - destination: /var/mnt
+        type: bind
+        source: /var/mnt
+        options: [bind, rshared]
+  nodeTaints:
+    dedicated: infra:NoSchedule`;
+
+describe("args", () => {
+  it("merges extra args: overwrite, additive, denied; renders sorted flags", () => {
+    const a = args({ b: "1", plugins: "NodeRestriction", c: ["x", "y"] });
+    mergeArgs(a, args({ b: "2", plugins: "Foo,NodeRestriction" }), { plugins: "additive" });
+    expect(renderArgs(a)).toEqual(["--b=2", "--c=x", "--c=y", "--plugins=NodeRestriction,Foo"]);
+    expect(() => mergeArgs(a, args({ c: "z" }), { c: "denied" })).toThrow('extra arg "c" is not allowed');
+  });
+
+  it("derives the cluster DNS address from each service CIDR", () => {
+    expect(dnsServiceAddrs(["10.96.0.0/12", "fc00:db8:20::/112"])).toEqual(["10.96.0.10", "fc00:db8:20::a"]);
+  });
+});
+
+describe("k8s.NodenameController", () => {
+  it("converts hostnames like upstream", () => {
+    expect(nodenameFromHostname("Node_1.Example.")).toBe("node-1.example");
+    expect(() => nodenameFromHostname("---")).toThrow(/could not convert/);
+  });
+
+  it("uses the configured hostname until HostnameStatus exists, then follows it (FQDN with registerWithFQDN)", async () => {
+    const s = new InMemoryState();
+    startRuntime(s, [nodenameController({ fallbackHostname: (cfg) => cfg.hostname() ?? "os-host" })]);
+    publishConfig(s, controlPlaneConfig());
+    await eventually(() => !!spec(s, K8S_NS, NodenameType.type, "nodename"), 2000, "nodename");
+    expect(spec(s, K8S_NS, NodenameType.type, "nodename")).toEqual({ nodename: "node-1.example", hostnameVersion: "", skipNodeRegistration: false });
+
+    const hs = put(s, "network", "HostnameStatuses.net.talos.dev", "hostname", { hostname: "Talos-ABC", domainname: "lan" });
+    await eventually(() => spec<NodenameSpec>(s, K8S_NS, NodenameType.type, "nodename")?.nodename === "talos-abc", 2000, "from status");
+    expect(spec<NodenameSpec>(s, K8S_NS, NodenameType.type, "nodename")!.hostnameVersion).toBe(String(hs.metadata.version));
+
+    publishConfig(s, controlPlaneConfig({ machineExtra: "  kubelet:\n    registerWithFQDN: true\n    skipNodeRegistration: true" }));
+    await eventually(() => spec<NodenameSpec>(s, K8S_NS, NodenameType.type, "nodename")?.nodename === "talos-abc.lan", 2000, "fqdn");
+    expect(spec<NodenameSpec>(s, K8S_NS, NodenameType.type, "nodename")!.skipNodeRegistration).toBe(true);
+  });
+});
+
+describe("k8s.KubeletConfigController + k8s.KubeletSpecController", () => {
+  it("derive the kubelet config and spec from machine.kubelet, node name, addresses and machine type", async () => {
+    const s = new InMemoryState();
+    startRuntime(s, [kubeletConfigController({ staticPodListURL: () => "http://127.0.0.1:1234" }), kubeletSpecController()]);
+    publishConfig(s, controlPlaneConfig({ machineExtra: KUBELET }));
+    await eventually(() => !!spec(s, K8S_NS, KubeletConfigType.type, "kubelet"), 2000, "kubelet config");
+    const kc = spec<KubeletConfigSpec>(s, K8S_NS, KubeletConfigType.type, "kubelet")!;
+    expect(kc).toMatchObject({
+      image: "ghcr.io/siderolabs/kubelet:v1.35.0",
+      clusterDNS: ["10.96.0.10"],
+      clusterDomain: "cluster.local",
+      extraArgs: { "rotate-server-certificates": { values: ["true"] } },
+      extraConfig: { maxPods: 150 },
+      staticPodListURL: "http://127.0.0.1:1234",
+      registerWithTaints: { dedicated: "infra:NoSchedule" },
+    });
+    expect(kc.extraMounts[0]).toEqual({ destination: "/var/mnt", type: "bind", source: "/var/mnt", options: ["bind", "rshared"], uidmappings: [], gidmappings: [] });
+
+    // The spec waits for the node name.
+    await settle();
+    expect(spec(s, K8S_NS, KubeletSpecType.type, "kubelet")).toBeUndefined();
+    put(s, K8S_NS, NodenameType.type, "nodename", { nodename: "node-1", hostnameVersion: "1", skipNodeRegistration: false });
+    put(s, "network", "NodeAddresses.net.talos.dev", "routed-no-k8s", { addresses: ["10.5.0.2/24", "fd00::2/64"] });
+    await eventually(() => !!spec(s, K8S_NS, KubeletSpecType.type, "kubelet"), 2000, "kubelet spec");
+    const ks = spec<KubeletSpecSpec>(s, K8S_NS, KubeletSpecType.type, "kubelet")!;
+    expect(ks.image).toBe("ghcr.io/siderolabs/kubelet:v1.35.0");
+    expect(ks.expectedNodename).toBe("node-1");
+    expect(ks.args).toEqual([
+      "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubeconfig",
+      "--cert-dir=/var/lib/kubelet/pki",
+      "--config=/etc/kubernetes/kubelet.yaml",
+      "--hostname-override=node-1",
+      "--kubeconfig=/etc/kubernetes/kubeconfig-kubelet",
+      "--node-ip=10.5.0.2,fd00::2",
+      "--rotate-server-certificates=true",
+    ]);
+    expect(ks.extraMounts).toEqual(kc.extraMounts);
+    expect(ks.config).toMatchObject({
+      apiVersion: "kubelet.config.k8s.io/v1beta1",
+      kind: "KubeletConfiguration",
+      maxPods: 150,
+      staticPodPath: "/etc/kubernetes/manifests",
+      staticPodURL: "http://127.0.0.1:1234",
+      clusterDNS: ["10.96.0.10"],
+      registerWithTaints: [{ key: "dedicated", value: "infra", effect: "NoSchedule" }],
+      systemReserved: { memory: "512Mi" },
+      protectKernelDefaults: true,
+    });
+  });
+
+  it("refuses protected kubelet configuration fields and denied flags (the reconcile fails, with the reason)", async () => {
+    const s = new InMemoryState();
+    const rt = startRuntime(s, [kubeletConfigController(), kubeletSpecController()]);
+    put(s, K8S_NS, NodenameType.type, "nodename", { nodename: "node-1", hostnameVersion: "1", skipNodeRegistration: false });
+    publishConfig(s, controlPlaneConfig({ machineExtra: "  kubelet:\n    extraConfig:\n      port: 1\n" }));
+    await eventually(() => (rt.status("k8s.KubeletSpecController")?.consecutiveFailures ?? 0) > 0, 2000, "failure");
+    expect(rt.status("k8s.KubeletSpecController")!.lastError).toBe('field "port" can\'t be overridden');
+    publishConfig(s, controlPlaneConfig({ machineExtra: "  kubelet:\n    extraArgs:\n      kubeconfig: /x\n" }));
+    await eventually(() => /kubeconfig/.test(rt.status("k8s.KubeletSpecController")?.lastError ?? ""), 2000, "denied flag");
+  });
+
+  it("publishes nothing when the node runs no kubelet", async () => {
+    const s = new InMemoryState();
+    startRuntime(s, [kubeletConfigController({ runsKubelet: () => false })]);
+    publishConfig(s, controlPlaneConfig());
+    await settle();
+    expect(s.list(K8S_NS, KubeletConfigType.type)).toEqual([]);
+  });
+});
+
+describe("k8s.ControlPlaneStaticPodController", () => {
+  const pods = (s: InMemoryState) => s.list(K8S_NS, StaticPodType.type).map((r) => r.metadata.id);
+
+  it("renders the three control plane pods once etcd is healthy, and removes them when it is not", async () => {
+    const s = new InMemoryState();
+    startRuntime(s, [controlPlaneStaticPodController()]);
+    publishConfig(
+      s,
+      controlPlaneConfig({
+        clusterExtra: "  apiServer:\n    image: registry.k8s.io/kube-apiserver:v1.35.0\n    extraArgs:\n      enable-admission-plugins: PodSecurity\n    extraVolumes:\n      - hostPath: /var/lib/audit\n        mountPath: /etc/audit.d\n        readonly: true\n",
+      }),
+    );
+    await settle();
+    expect(pods(s)).toEqual([]);
+    put(s, RUNTIME_NS, ServiceType.type, "etcd", { running: true, healthy: true, unknown: false });
+    await eventually(() => pods(s).length === 3, 2000, "pods");
+    expect(pods(s)).toEqual(["kube-apiserver", "kube-controller-manager", "kube-scheduler"]);
+    const api = spec<Record<string, any>>(s, K8S_NS, StaticPodType.type, "kube-apiserver")!;
+    expect(api.metadata).toMatchObject({ name: "kube-apiserver", namespace: "kube-system", labels: { "app.kubernetes.io/version": "1.35.0" } });
+    const c = api.spec.containers[0];
+    expect(c.image).toBe("registry.k8s.io/kube-apiserver:v1.35.0");
+    expect(c.command[0]).toBe("/usr/local/bin/kube-apiserver");
+    expect(c.command).toContain("--enable-admission-plugins=NodeRestriction,PodSecurity");
+    expect(c.command).toContain("--etcd-servers=https://127.0.0.1:2379");
+    expect(c.command).toContain("--tls-cert-file=/system/secrets/kubernetes/kube-apiserver/apiserver.crt");
+    expect(c.command).toContain("--service-account-issuer=https://10.5.0.2:6443");
+    expect(c.volumeMounts).toContainEqual({ name: "etc-audit-d", mountPath: "/etc/audit.d", readOnly: true });
+    expect(api.spec.volumes).toContainEqual({ name: "etc-audit-d", hostPath: { path: "/var/lib/audit" } });
+    const cm = spec<Record<string, any>>(s, K8S_NS, StaticPodType.type, "kube-controller-manager")!;
+    expect(cm.spec.containers[0].command).toContain("--cluster-cidr=10.244.0.0/16");
+
+    put(s, RUNTIME_NS, ServiceType.type, "etcd", { running: true, healthy: false, unknown: false });
+    await eventually(() => pods(s).length === 0, 2000, "pods removed");
+  });
+
+  it("renders nothing on workers; honours disabled components", async () => {
+    const s = new InMemoryState();
+    startRuntime(s, [controlPlaneStaticPodController({ skipEtcdWait: true })]);
+    publishConfig(s, controlPlaneConfig({ type: "worker" }));
+    await settle();
+    expect(pods(s)).toEqual([]);
+    publishConfig(s, controlPlaneConfig({ machineExtra: "  controlPlane:\n    scheduler:\n      disabled: true" }));
+    await eventually(() => pods(s).length === 2, 2000, "two pods");
+    expect(pods(s)).toEqual(["kube-apiserver", "kube-controller-manager"]);
+  });
+});
