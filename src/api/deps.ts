@@ -3,12 +3,15 @@ import type { Logger } from "pino";
 import type { Node } from "../lifecycle/node.js";
 import type { NodeServices } from "../lifecycle/services.js";
 import type { State } from "../state/types.js";
+import type { ControllerRuntime } from "../state/runtime/index.js";
 import type { TypeRegistry } from "../machinery/resources/registry.js";
 
 export interface ApiDeps {
   node: Node;
   state: State;
   types: TypeRegistry;
+  /** The controller runtime (for `inspect dependencies`); absent in narrow tests. */
+  runtime?: ControllerRuntime;
   log: Logger;
   platform: { name: string; mode: string };
   /** Names and addresses that refer to this node (for `node`/`nodes` routing). */

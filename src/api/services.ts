@@ -17,6 +17,10 @@ import { logHandlers } from "./handlers/logs.js";
 import { containerHandlers } from "./handlers/containers.js";
 import { etcdHandlers } from "./handlers/etcd.js";
 import { State as CosiState } from "../machinery/api/gen/cosi/state_pb.js";
+import { ClusterService } from "../machinery/api/gen/cluster/cluster_pb.js";
+import { InspectService } from "../machinery/api/gen/inspect/inspect_pb.js";
+import { healthHandlers } from "./handlers/health.js";
+import { inspectHandlers } from "./handlers/inspect.js";
 
 export function buildServices(deps: ApiDeps): ServiceHandlers {
   const machine = {
@@ -35,5 +39,7 @@ export function buildServices(deps: ApiDeps): ServiceHandlers {
   return new Map<DescService, Handlers>([
     [MachineService, machine],
     [CosiState, cosiHandlers(deps)],
+    [ClusterService, healthHandlers(deps)],
+    [InspectService, inspectHandlers(deps)],
   ]);
 }

@@ -55,6 +55,7 @@ export class Node {
   private tryPrevious: MachineConfig | undefined;
   private listeners: NodeListener[] = [];
   private extraConditions = new Map<string, string>();
+  private controllerConditions: UnmetCondition[] = [];
   private busySequence: string | undefined;
 
   constructor(opts: NodeOptions) {
@@ -95,6 +96,8 @@ export class Node {
     const seq = new SequenceReporter(this.events, "boot", "");
     seq.start();
     this.status.setStage("booting");
+    // install hook (src/lifecycle/install): which slot booted, staged upgrades, simulated firmware in local mode
+    if (this.beforeBoot) await seq.phase("bootloader", [["selectBootEntry", this.beforeBoot]]);
     await seq.phase("config", [["loadConfig", () => this.loadStored()]]);
     if (this.config) {
       this.status.setStage("running");
@@ -128,6 +131,8 @@ export class Node {
   }
 
   private async commit(cfg: MachineConfig, how: "live" | "staged" | "try"): Promise<void> {
+    // install hook: the first config in maintenance mode installs the OS; a failed install refuses the apply
+    if (this.mode === "maintenance" && this.installer) await this.installer(cfg);
     if (how === "staged") {
       await this.store.writeStaged(cfg.encode());
       return;
@@ -188,8 +193,16 @@ export class Node {
     this.evaluateReadiness();
   }
 
+  /** Conditions computed by the MachineStatus controller from resources (time, network, services, ...). */
+  setControllerReadiness(unmet: UnmetCondition[]): void {
+    this.controllerConditions = unmet;
+    this.evaluateReadiness();
+  }
+
   evaluateReadiness(): void {
-    const unmet: UnmetCondition[] = [...this.extraConditions].map(([name, reason]) => ({ name, reason }));
+    const extra = [...this.extraConditions].map(([name, reason]) => ({ name, reason }));
+    const names = new Set(extra.map((c) => c.name));
+    const unmet = [...this.controllerConditions.filter((c) => !names.has(c.name)), ...extra];
     this.status.setReadiness(unmet);
   }
 
@@ -214,7 +227,8 @@ export class Node {
     });
   }
 
-  private runSequence(name: string, actorId: string, body: (seq: SequenceReporter) => Promise<void>): void {
+  /** Public for src/lifecycle/install (upgrade, reset): same one-at-a-time guard and reporting as reboot. */
+  runSequence(name: string, actorId: string, body: (seq: SequenceReporter) => Promise<void>): void {
     if (this.busySequence) throw failedPrecondition(`sequence "${this.busySequence}" is already running`);
     this.busySequence = name;
     const seq = new SequenceReporter(this.events, name, actorId);
@@ -235,8 +249,12 @@ export class Node {
   /** Hook for the supervisor: stop every service before reboot/shutdown. */
   stopServices: () => Promise<void> = async () => {};
 
+  /** Set by src/lifecycle/install (InstallManager.attach): install on first apply; boot-time slot bookkeeping. */
+  installer: ((cfg: MachineConfig) => Promise<void>) | undefined;
+  beforeBoot: (() => Promise<void>) | undefined;
+
   /** Simulated reboot: new boot id, fresh event log, boot sequence again. */
-  private async restart(): Promise<void> {
+  async restart(): Promise<void> {
     if (!this.local) throw new Error("real reboot is handled by pid1");
     this.armTryRevert(undefined);
     this.bootId = randomUUID();

@@ -4,6 +4,7 @@
  */
 import * as os from "node:os";
 import pino from "pino";
+import { Writable } from "node:stream";
 import { EventBus } from "../state/events.js";
 import { InMemoryState } from "../state/inmem.js";
 import { Node } from "../lifecycle/node.js";
@@ -12,6 +13,7 @@ import { ApiServer } from "../api/server.js";
 import { buildServices } from "../api/services.js";
 import { IdentityManager } from "../api/identity.js";
 import { buildRegistry, publishDefinitions } from "./registry.js";
+import { startControllers } from "./controllers.js";
 
 export interface LocalOptions {
   stateDir: string;
@@ -40,7 +42,13 @@ function localAddresses(): string[] {
 
 export async function runLocalNode(opts: LocalOptions, handleSignals = true): Promise<RunningNode> {
   const started = performance.now();
-  const log = pino({ level: opts.logLevel ?? "info", base: { service: "machined" } });
+  // The agent's own log goes to stdout and, once the supervisor exists, to the `machined` service log
+  // (what `talosctl logs machined` reads).
+  const sink = new LateSink();
+  const log = pino(
+    { level: opts.logLevel ?? "info", base: { service: "machined" } },
+    pino.multistream([{ stream: process.stdout }, { stream: sink }]),
+  );
   const events = new EventBus();
   const state = new InMemoryState();
   const types = buildRegistry();
@@ -58,8 +66,17 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
     addresses: () => ["127.0.0.1", ...localAddresses()],
     ...opts.serviceOptions,
   });
+  sink.attach(services.logSink());
   const localNames = () => [...localAddresses(), "127.0.0.1", "::1", "localhost", hostname(), opts.listen.host];
-  const deps = { node, state, types, log, platform: { name: "metal", mode: "metal" }, localNames, services };
+  // Local mode observes the host network and never changes it.
+  const runtime = startControllers({
+    state,
+    log,
+    stateDir: opts.stateDir,
+    setReadiness: (unmet) => node.setControllerReadiness(unmet),
+    network: { manage: false },
+  });
+  const deps = { node, state, types, log, platform: { name: "metal", mode: "metal" }, localNames, services, runtime };
   const api = new ApiServer(deps);
   api.register(buildServices(deps));
   const identity = new IdentityManager(
@@ -81,6 +98,7 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
   );
   const stop = async () => {
     identity.stopRenewal();
+    await runtime.stop();
     await api.close();
     await services.shutdown();
   };
@@ -93,4 +111,18 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
     }
   }
   return { node, api, services, port: addr.port, stop };
+}
+
+/** A stream that drops writes until its real destination is attached. */
+class LateSink extends Writable {
+  private target: Writable | undefined;
+
+  attach(target: Writable): void {
+    this.target = target;
+  }
+
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    if (!this.target) return cb();
+    this.target.write(chunk, cb);
+  }
 }

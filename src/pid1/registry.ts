@@ -12,6 +12,8 @@ import {
 import { MachineConfigType, MachineTypeType } from "../machinery/resources/types/config.js";
 import { MachineStatusType, ServiceType, VersionType } from "../machinery/resources/types/runtime.js";
 import type { State } from "../state/types.js";
+import { registerNetworkTypes } from "../machinery/resources/types/network.js";
+import { registerCoreTypes } from "../machinery/resources/types/cluster.js";
 
 const NAMESPACES: [string, string][] = [
   ["meta", "Metadata namespace which contains resource and namespace definitions."],
@@ -32,6 +34,8 @@ export function buildRegistry(): TypeRegistry {
   for (const [ns, d] of NAMESPACES) r.registerNamespace(ns, d);
   r.register(resourceDefinitionType).register(namespaceType);
   r.register(MachineConfigType).register(MachineTypeType).register(MachineStatusType).register(VersionType).register(ServiceType);
+  registerNetworkTypes(r);
+  registerCoreTypes(r);
   return r;
 }
 

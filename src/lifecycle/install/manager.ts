@@ -23,7 +23,7 @@ import { publishDiagnostics, publishMetaKeys } from "./publish.js";
 import { ImagePuller, type PullProgress, type PulledImage } from "./pull.js";
 import { runReset, validateReset, type ResetRequestLike } from "./reset-flow.js";
 import { SystemDisk, SystemDiskRecord } from "./system-disk.js";
-import { reporter, type Reporter } from "./tasks.js";
+import { rebootNow, reporter, type Reporter } from "./tasks.js";
 import { checkNoTrial, recordStagedUpgrade, takeStagedUpgrade, writeInactiveSlot } from "./upgrade.js";
 
 export interface InstallManagerOptions {
@@ -308,8 +308,7 @@ export class InstallManager {
           this.node.status.setStage("upgrading", actorId);
           release();
           await seq.phase("stopEverything", [["stopAllServices", () => this.node.stopServices()]]);
-          seq.stop();
-          await this.node.restart();
+          await rebootNow(this.node);
         });
       } else {
         this.node.runSequence("upgrade", actorId, async (seq) => {
@@ -318,7 +317,6 @@ export class InstallManager {
           try {
             await seq.phase("stopServices", [["stopServicesForUpgrade", () => this.node.stopServices()]]);
             await writeInactiveSlot(disk, payload, { tries: this.tries, extraKernelArgs, report: rep });
-            seq.stop();
           } catch (err) {
             // like a failed Talos upgrade: report it and reboot into the unchanged last-known-good slot
             this.node.log.error({ err }, "upgrade failed; rebooting into the current slot");
@@ -326,7 +324,7 @@ export class InstallManager {
           } finally {
             release();
           }
-          await this.node.restart();
+          await rebootNow(this.node);
         });
       }
       started = true;

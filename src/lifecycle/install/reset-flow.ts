@@ -12,6 +12,7 @@ import type { Node } from "../node.js";
 import type { SequenceReporter } from "../sequence.js";
 import { EPHEMERAL_FILES, STATE_FILES, checkLabels, removeStateFiles, wipeDisk, wipePartition, type WipeableLabel } from "./reset.js";
 import type { SystemDisk } from "./system-disk.js";
+import { rebootNow } from "./tasks.js";
 
 export interface ResetRequestLike {
   graceful: boolean;
@@ -111,7 +112,6 @@ export async function runReset(seq: SequenceReporter, plan: ResetPlan, env: Rese
   } finally {
     env.release();
   }
-  seq.stop();
   if (!plan.reboot) node.log.warn("reset asked for a power-off; in local mode the node comes back up instead");
-  await node.restart();
+  await rebootNow(node);
 }
