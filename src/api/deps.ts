@@ -2,6 +2,7 @@
 import type { Logger } from "pino";
 import type { Node } from "../lifecycle/node.js";
 import type { NodeServices } from "../lifecycle/services.js";
+import type { InstallManager } from "../lifecycle/install/manager.js";
 import type { State } from "../state/types.js";
 import type { ControllerRuntime } from "../state/runtime/index.js";
 import type { TypeRegistry } from "../machinery/resources/registry.js";
@@ -18,4 +19,6 @@ export interface ApiDeps {
   localNames(): string[];
   /** The supervisor and service logs; absent where nothing is supervised (ServiceList is then empty). */
   services?: NodeServices;
+  /** Install/upgrade/rollback/reset/META on the system disk (src/lifecycle/install); absent → Unimplemented. */
+  install?: InstallManager;
 }

@@ -21,6 +21,16 @@ import { ClusterService } from "../machinery/api/gen/cluster/cluster_pb.js";
 import { InspectService } from "../machinery/api/gen/inspect/inspect_pb.js";
 import { healthHandlers } from "./handlers/health.js";
 import { inspectHandlers } from "./handlers/inspect.js";
+// install/upgrade/reset (src/lifecycle/install)
+import { ImageService } from "../machinery/api/gen/machine/image_pb.js";
+import { LifecycleService } from "../machinery/api/gen/machine/lifecycle_pb.js";
+import { StorageService } from "../machinery/api/gen/storage/storage_pb.js";
+import { imageHandlers } from "./handlers/images.js";
+import { lifecycleHandlers } from "./handlers/lifecycle.js";
+import { storageHandlers } from "./handlers/storage.js";
+import { upgradeHandlers } from "./handlers/upgrade.js";
+import { resetHandlers } from "./handlers/reset.js";
+import { metaHandlers } from "./handlers/meta.js";
 
 export function buildServices(deps: ApiDeps): ServiceHandlers {
   const machine = {
@@ -35,11 +45,27 @@ export function buildServices(deps: ApiDeps): ServiceHandlers {
     ...logHandlers(deps),
     ...containerHandlers(deps),
     ...etcdHandlers(deps),
+    ...upgradeHandlers(deps),
+    ...resetHandlers(deps),
+    ...metaHandlers(deps),
   };
   return new Map<DescService, Handlers>([
     [MachineService, machine],
     [CosiState, cosiHandlers(deps)],
-    [ClusterService, healthHandlers(deps)],
+    [
+      ClusterService,
+      healthHandlers(deps, {
+        etcdRuns: () => deps.services?.etcd !== undefined,
+        etcdMembers: async () => {
+          const etcd = deps.services?.etcd;
+          if (!etcd) return [];
+          return (await etcd.memberList()).map((m) => ({ id: m.id.toString(16).padStart(16, "0"), hostname: m.hostname, peerUrls: m.peerUrls, isLearner: m.isLearner }));
+        },
+      }),
+    ],
     [InspectService, inspectHandlers(deps)],
+    [ImageService, imageHandlers(deps)],
+    [LifecycleService, lifecycleHandlers(deps)],
+    [StorageService, storageHandlers(deps)],
   ]);
 }

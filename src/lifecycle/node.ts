@@ -260,9 +260,13 @@ export class Node {
     this.bootId = randomUUID();
     this.events.reset();
     this.status.resetReadiness();
+    const hadConfig = this.config !== undefined;
     this.config = undefined;
     // Like a real reboot, connections drop; talosctl then reconnects and replays the new boot's events.
     for (const l of this.listeners) await l.onReboot?.();
     await this.boot();
+    // A reboot that lands in maintenance (reset wiped the config): drop the config resources and tell the
+    // listeners, so the API serves maintenance TLS again.
+    if (hadConfig && !this.config) await this.activate(undefined);
   }
 }

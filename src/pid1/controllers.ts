@@ -19,6 +19,8 @@ export interface ControllerWiring {
   network: { manage: false } | { manage: true; pid1?: boolean; netns?: string; etcRoot?: string };
   /** Disk-image files offered as install targets (local mode). */
   diskFiles?: () => string[];
+  /** The local etcd member id, when this node runs etcd. */
+  etcdMemberId?: () => Promise<bigint>;
 }
 
 export function startControllers(w: ControllerWiring): ControllerRuntime {
@@ -36,6 +38,7 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
       runtimeStatuses: () => runtime.statuses(),
       discoverDisks: () => discoverDisks({ files: w.diskFiles?.() ?? [] }),
       runsKubelet: () => false,
+      etcdMemberId: w.etcdMemberId,
     }),
   ];
   for (const c of all) runtime.register(c);

@@ -14,6 +14,7 @@ import { buildServices } from "../api/services.js";
 import { IdentityManager } from "../api/identity.js";
 import { buildRegistry, publishDefinitions } from "./registry.js";
 import { startControllers } from "./controllers.js";
+import { InstallManager, type InstallManagerOptions } from "../lifecycle/install/manager.js";
 
 export interface LocalOptions {
   stateDir: string;
@@ -23,12 +24,15 @@ export interface LocalOptions {
   services?: boolean;
   /** Service settings for tests (etcd ports, containerd off, ...). */
   serviceOptions?: Partial<Pick<NodeServicesOptions, "containerd" | "etcd" | "cgroups">>;
+  /** Install/upgrade settings (disk-image files, boot tries, readiness deadline, registries) for local mode. */
+  install?: Partial<Omit<InstallManagerOptions, "node" | "stateDir">>;
 }
 
 export interface RunningNode {
   node: Node;
   api: ApiServer;
   services: NodeServices;
+  install: InstallManager;
   port: number;
   stop(): Promise<void>;
 }
@@ -75,8 +79,23 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
     stateDir: opts.stateDir,
     setReadiness: (unmet) => node.setControllerReadiness(unmet),
     network: { manage: false },
+    etcdMemberId: async () => {
+      const etcd = services.etcd;
+      if (!etcd) throw new Error("etcd is not supervised on this node");
+      return (await etcd.status()).memberId;
+    },
   });
-  const deps = { node, state, types, log, platform: { name: "metal", mode: "metal" }, localNames, services, runtime };
+  // Install/upgrade/reset on disk-image files (src/lifecycle/install); hooks the node before it boots.
+  const install = new InstallManager({
+    node,
+    stateDir: opts.stateDir,
+    ctr: () => (services.supervisor.info("containerd")?.state === "Running" ? services.containerd?.ctr : undefined),
+    leaveEtcd: async () => {
+      if (services.supervisor.info("etcd")?.state === "Running") await services.etcd?.leaveCluster(services.supervisor);
+    },
+    ...opts.install,
+  }).attach();
+  const deps = { node, state, types, log, platform: { name: "metal", mode: "metal" }, localNames, services, runtime, install };
   const api = new ApiServer(deps);
   api.register(buildServices(deps));
   const identity = new IdentityManager(
@@ -110,7 +129,7 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
       });
     }
   }
-  return { node, api, services, port: addr.port, stop };
+  return { node, api, services, install, port: addr.port, stop };
 }
 
 /** A stream that drops writes until its real destination is attached. */

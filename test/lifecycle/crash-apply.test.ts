@@ -26,7 +26,7 @@ function freePort(): Promise<number> {
 }
 
 function startAgent(stateDir: string, port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", ENTRY, "start", "--state-dir", stateDir, "--listen", `127.0.0.1:${port}`, "--log-level", "info"], {
+  const child = spawn(process.execPath, ["--import", "tsx", ENTRY, "start", "--state-dir", stateDir, "--listen", `127.0.0.1:${port}`, "--log-level", "info", "--services", "off"], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   return new Promise((resolve, reject) => {

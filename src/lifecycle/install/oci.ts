@@ -125,7 +125,8 @@ export class OciLayout implements BlobSource {
     const hit = tag ? all.find((d) => named(d) === tag) : all.length === 1 ? all[0] : undefined;
     if (!hit) {
       const names = all.map((d) => named(d) ?? d.digest).join(", ") || "none";
-      throw new Error(`${this.where}: ${tag ? `no image tagged ${JSON.stringify(tag)}` : "several images and no tag given"} (has: ${names})`);
+      // status 404: answered as NotFound, like a registry's unknown tag
+      throw Object.assign(new Error(`${this.where}: ${tag ? `no image tagged ${JSON.stringify(tag)}` : "several images and no tag given"} (has: ${names})`), { status: 404 });
     }
     return hit;
   }

@@ -39,6 +39,12 @@ class ByteReader {
     return out;
   }
 
+  /** Reads to the end: a digest check wrapped around the source only runs once the source is exhausted. */
+  async drain(): Promise<void> {
+    this.buf = Buffer.alloc(0);
+    while (await this.more()) this.buf = Buffer.alloc(0);
+  }
+
   /** Passes n bytes to `sink` chunk by chunk (or drops them), without holding them all in memory. */
   async forward(n: number, sink?: (b: Buffer) => Promise<void>): Promise<void> {
     let left = n;
@@ -139,7 +145,10 @@ export async function extractTar(src: AsyncIterable<Buffer>, pick: (name: string
   let pax: Record<string, string> = {};
   for (;;) {
     const h = await r.read(BLOCK);
-    if (!h || h.every((b) => b === 0)) break;
+    if (!h || h.every((b) => b === 0)) {
+      await r.drain(); // the end-of-archive blocks and padding; also lets a digest check see every byte
+      break;
+    }
     const type = String.fromCharCode(h[156] || 0x30);
     let size = octalField(h, 124, 12);
     const pad = (n: number) => (BLOCK - (n % BLOCK)) % BLOCK;
