@@ -4,7 +4,9 @@
  * - PID 1: sets the kernel host/domain name, then reports what the kernel has.
  * - A given network namespace: the hostname lives in the UTS namespace, which a network namespace
  *   shares with the host, so it is NOT applied; the status reports the spec (documented limitation).
- * - Observe only: reports the kernel's hostname, polled, and never changes it.
+ * - Observe only (local mode): the kernel's hostname is never changed; the node's hostname is the
+ *   merged spec (the configured name, or the kernel's when none is configured), so the chain
+ *   MachineConfig → HostnameSpec → HostnameStatus → Nodename reads back what the operator applied.
  */
 import type { Controller } from "../../state/runtime/index.js";
 import { setHostname } from "../../host/net/apply.js";
@@ -26,7 +28,8 @@ export function hostnameSpecController(env: NetworkEnv): Controller {
     async reconcile(ctx) {
       const ptr = { namespace: NETWORK_NS, type: HostnameStatusType.type, id: HOSTNAME_ID };
       const spec = ctx.get({ namespace: NETWORK_NS, type: HostnameSpecType.type, id: HOSTNAME_ID })?.spec as HostnameSpecSpec | undefined;
-      if (target?.kind === "netns") {
+      const configured = spec !== undefined && (target?.kind === "netns" || spec.layer === "configuration");
+      if (target?.kind !== "pid1" && configured) {
         if (!spec) ctx.destroy(ptr);
         else ctx.apply({ ...ptr, spec: { hostname: spec.hostname, domainname: spec.domainname } satisfies HostnameStatusSpec });
         return;

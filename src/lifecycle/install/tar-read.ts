@@ -46,10 +46,13 @@ class ByteReader {
   }
 
   /** Passes n bytes to `sink` chunk by chunk (or drops them), without holding them all in memory. */
-  async forward(n: number, sink?: (b: Buffer) => Promise<void>): Promise<void> {
+  async forward(n: number, sink?: (b: Buffer) => Promise<void>, mayEnd = false): Promise<void> {
     let left = n;
     while (left > 0) {
-      if (this.buf.length === 0 && !(await this.more())) throw new Error(`tar stream ends ${left} bytes early`);
+      if (this.buf.length === 0 && !(await this.more())) {
+        if (mayEnd) return;
+        throw new Error(`tar stream ends ${left} bytes early`);
+      }
       const take = Math.min(left, this.buf.length);
       const part = this.buf.subarray(0, take);
       this.buf = this.buf.subarray(take);
@@ -168,7 +171,8 @@ export async function extractTar(src: AsyncIterable<Buffer>, pick: (name: string
     const name = cleanTarName(raw);
     const dest = name !== undefined && (type === "0" || type === "7") ? pick(name) : undefined;
     if (!dest) {
-      await r.forward(size + pad(size));
+      await r.forward(size);
+      await r.forward(pad(size), undefined, true);
       continue;
     }
     await mkdir(dirname(dest), { recursive: true });
@@ -180,7 +184,8 @@ export async function extractTar(src: AsyncIterable<Buffer>, pick: (name: string
     } finally {
       await fh.close();
     }
-    await r.forward(pad(size));
+    // umoci's layers end right after the last file's data (no padding, no end blocks); GNU tar accepts that too
+    await r.forward(pad(size), undefined, true);
     written.push(name!);
   }
   return { written, entries };

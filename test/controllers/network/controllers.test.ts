@@ -52,7 +52,7 @@ describe("status controllers (observe mode)", () => {
     await eventually(() => ids(s, T.RouteStatusType.type).length === 0, 3000, "route removed");
   });
 
-  it("report the host's hostname and resolvers, not the config's, when not managing", async () => {
+  it("report the configured hostname (never set on the host) and the host's resolvers when not managing", async () => {
     const s = new InMemoryState();
     const { k, observe } = fakeKernel();
     setConfig(s, CONFIG);
@@ -60,9 +60,19 @@ describe("status controllers (observe mode)", () => {
     await eventually(() => spec<T.ResolverSpecSpec>(s, T.ResolverSpecType.type, "resolvers") !== undefined, 3000, "resolver spec");
     await eventually(() => spec(s, T.HostnameStatusType.type, "hostname") !== undefined, 3000, "hostname status");
     expect(spec(s, T.HostnameSpecType.type, "hostname")).toEqual({ hostname: "node-1", domainname: "example.org", layer: "configuration" });
-    expect(spec(s, T.HostnameStatusType.type, "hostname")).toEqual({ hostname: "devbox", domainname: "" });
+    await eventually(() => spec<T.HostnameStatusSpec>(s, T.HostnameStatusType.type, "hostname")?.hostname === "node-1", 3000, "configured hostname");
+    expect(spec(s, T.HostnameStatusType.type, "hostname")).toEqual({ hostname: "node-1", domainname: "example.org" });
     expect(s.get({ namespace: "network", type: T.HostnameStatusType.type, id: "hostname" })?.metadata.owner).toBe("network.HostnameSpecController");
     expect(spec(s, T.ResolverStatusType.type, "resolvers")).toEqual({ dnsServers: ["10.5.0.1"], searchDomains: ["lan"] });
+    expect(k.hostname.hostname).toBe("devbox"); // the host's own name is untouched
+  });
+
+  it("report the host's hostname when none is configured, following changes", async () => {
+    const s = new InMemoryState();
+    const { k, observe } = fakeKernel();
+    setConfig(s, CONFIG.replace(/\n\s*hostname: [^\n]*/, ""));
+    rt = start(s, networkControllers({ manage: false, observe, pollMs: 20, etcRoot: await tmp() }));
+    await eventually(() => spec<T.HostnameStatusSpec>(s, T.HostnameStatusType.type, "hostname")?.hostname === "devbox", 3000, "kernel hostname");
     k.hostname = { hostname: "renamed", domainname: "corp" };
     await eventually(() => spec<T.HostnameStatusSpec>(s, T.HostnameStatusType.type, "hostname")?.hostname === "renamed", 3000, "hostname poll");
   });
@@ -227,14 +237,14 @@ machine:
     const etc = await tmp();
     // Observe-mode controllers produce the inputs; the etc file controller only writes files.
     rt = start(s, [...networkControllers({ manage: false, observe, pollMs: 20, etcRoot: etc }), etcFileController(etc)]);
-    // Observe mode reports the host's resolvers (fixture: 10.5.0.1, search lan) and hostname (devbox).
+    // Observe mode reports the host's resolvers (fixture: 10.5.0.1, search lan) and the configured hostname.
     await eventually(() => spec(s, T.NodeAddressType.type, "default") !== undefined, 3000, "default address");
     const hosts = path.join(etc, "hosts");
-    await eventuallyAsync(() => readFile(hosts, "utf8").then((t) => t.includes("devbox"), () => false), 3000, "hosts");
+    await eventuallyAsync(() => readFile(hosts, "utf8").then((t) => t.includes("node-1"), () => false), 3000, "hosts");
     expect(await readFile(hosts, "utf8")).toBe(
       // Go's tabwriter (padding 1): the first column is the longest address plus one space.
       "127.0.0.1 localhost\n" +
-        "10.5.0.2  devbox\n" +
+        "10.5.0.2  node-1.example.org node-1\n" +
         "::1       localhost ip6-localhost ip6-loopback\n" +
         "ff02::1   ip6-allnodes\n" +
         "ff02::2   ip6-allrouters\n" +

@@ -7,8 +7,7 @@ import { createServer } from "node:net";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { containerdConfig, containerdPaths } from "../../../src/supervisor/index.js";
-import { Ctr } from "../../../src/supervisor/index.js";
+import { Ctr, containerdConfig, containerdPaths } from "../../../src/supervisor/index.js";
 import { payloadFiles, ARCH, type FakeInstaller } from "./fixtures.js";
 
 const run = promisify(execFile);
@@ -38,9 +37,8 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
-function daemon(args: string[], logFile: string): Daemon {
-  const child = spawn(args[0], args.slice(1), { stdio: ["ignore", "ignore", "ignore"], detached: false });
-  void logFile;
+function daemon(args: string[]): Daemon {
+  const child = spawn(args[0], args.slice(1), { stdio: ["ignore", "ignore", "ignore"] });
   return {
     child,
     stop: () =>
@@ -58,7 +56,7 @@ export async function startRegistry(dir: string): Promise<Daemon & { host: strin
   const cfg = join(dir, "registry.yml");
   await mkdir(join(dir, "registry-data"), { recursive: true });
   await writeFile(cfg, `version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, "registry-data")}\nhttp:\n  addr: 127.0.0.1:${port}\nlog:\n  level: error\n`);
-  const d = daemon(["docker-registry", "serve", cfg], join(dir, "registry.log"));
+  const d = daemon(["docker-registry", "serve", cfg]);
   const host = `127.0.0.1:${port}`;
   await until("docker-registry", async () => (await fetch(`http://${host}/v2/`)).ok);
   return { ...d, host };
@@ -68,7 +66,7 @@ export async function startContainerd(dir: string): Promise<Daemon & { ctr: Ctr 
   const paths = containerdPaths(join(dir, "ctrd"));
   for (const p of [paths.root, paths.state, join(paths.socket, "..")]) await mkdir(p, { recursive: true });
   await writeFile(paths.config, containerdConfig(paths, { cri: false }));
-  const d = daemon(["containerd", "--config", paths.config], join(dir, "containerd.log"));
+  const d = daemon(["containerd", "--config", paths.config]);
   const ctr = new Ctr(paths.socket);
   await until("containerd", async () => (await ctr.version()) !== "");
   return { ...d, ctr };

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { status } from "@grpc/grpc-js";
-import { fromBinary } from "@bufbuild/protobuf";
+import { fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { EmptySchema } from "@bufbuild/protobuf/wkt";
 import { ContainerDriver, ContainerdNamespace } from "../../../src/machinery/api/gen/common/common_pb.js";
 import * as m from "../../../src/machinery/api/gen/machine/machine_pb.js";
@@ -257,7 +257,7 @@ describe.skipIf(missing.length > 0)("OS lifecycle on a disk-image file", () => {
   });
 
   it("validates reset requests like upstream", async () => {
-    const reset = (r: Partial<m.ResetRequest>) => admin.unary(MachineService, "Reset", m.ResetRequestSchema, m.ResetResponseSchema, r);
+    const reset = (r: MessageInitShape<typeof m.ResetRequestSchema>) => admin.unary(MachineService, "Reset", m.ResetRequestSchema, m.ResetResponseSchema, r);
     await expect(reset({ userDisksToWipe: [rig.disk] })).rejects.toMatchObject({ details: `reset user disk failed: device ${rig.disk} is the system disk` });
     await expect(reset({ userDisksToWipe: ["/dev/nope"] })).rejects.toMatchObject({ details: "reset user disk failed: device /dev/nope wasn't found" });
     await expect(reset({ mode: m.ResetRequest_WipeMode.SYSTEM_DISK, userDisksToWipe: [rig.dataDisk] })).rejects.toMatchObject({

@@ -114,3 +114,16 @@ describe("OCI layouts and payloads", () => {
     expect((await readdir(join(dir, "cache", "archives"))).filter((n) => !n.endsWith(".tmp"))).toHaveLength(1);
   });
 });
+
+describe("tar reader and umoci layers", () => {
+  it("accepts a layer that ends right after the last file's data (no padding, no end blocks), as umoci writes", async () => {
+    const tar = tarFiles([{ name: "usr/install/x/vmlinuz", data: Buffer.from("hello\n") }]);
+    const cut = tar.subarray(0, 512 + 6);
+    const out = join(dir, "cut");
+    const res = await extractTar(chunks(gzipSync(cut)), (n) => join(out, n));
+    expect(res.written).toEqual(["usr/install/x/vmlinuz"]);
+    expect(await readFile(join(out, "usr/install/x/vmlinuz"), "utf8")).toBe("hello\n");
+    // but a file whose data is cut short is an error
+    await expect(extractTar(chunks(tar.subarray(0, 512 + 3)), (n) => join(out, "short", n))).rejects.toThrow(/ends 3 bytes early/);
+  });
+});
