@@ -61,6 +61,8 @@ child.stdout.on("data", (d) => {
       if (/^\/usr\/(s?bin)\//.test(msg)) versions++;
       if (msg.includes("FATAL")) mark("fatal", msg);
     }
+    // a panic reboots (panic=10) into the same failure: stop at the first one
+    if (/Kernel panic - not syncing|Initramfs unpacking failed/.test(line)) mark("fatal", line.trim());
     const ts = /^\[\s*([\d.]+)\]/.exec(line);
     if (ts && !("firstKernelTs" in marks)) mark("firstKernelTs", Number(ts[1]));
   }
@@ -74,6 +76,7 @@ function kill() {
 }
 process.on("exit", kill);
 process.on("SIGINT", () => process.exit(130));
+process.on("SIGTERM", () => process.exit(143));
 
 function probe() {
   return new Promise((resolve) => {
