@@ -11,7 +11,7 @@ import { Node } from "../lifecycle/node.js";
 import { NodeServices, servicesUnavailableReason, type NodeServicesOptions } from "../lifecycle/services.js";
 import { ApiServer } from "../api/server.js";
 import { buildServices } from "../api/services.js";
-import { IdentityManager } from "../api/identity.js";
+import { IdentityManager, WORKER_WAITING_REASON } from "../api/identity.js";
 import { buildRegistry, publishDefinitions } from "./registry.js";
 import { startControllers } from "./controllers.js";
 import { InstallManager, type InstallManagerOptions } from "../lifecycle/install/manager.js";
@@ -107,8 +107,11 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
   await node.boot();
   const initial = await identity.modeFor(node.activeConfig);
   const addr = await api.listen(opts.listen.host, opts.listen.port, initial);
+  // A worker without its API certificate says so in MachineStatus (and in the errors of calls it can't serve).
+  const reportIdentity = (kind: string) => node.setCondition("apid", kind === "waiting" ? WORKER_WAITING_REASON : undefined);
+  reportIdentity(initial.kind);
   node.addListener({
-    onConfigChanged: (cfg) => identity.follow(cfg).then(() => undefined),
+    onConfigChanged: (cfg) => identity.follow(cfg).then((mode) => reportIdentity(mode.kind)),
     onReboot: () => api.conns.closeAll(),
   });
   log.info(

@@ -128,3 +128,31 @@ describe("apply-config --insecure, then mutual TLS", () => {
     c.close();
   });
 });
+
+describe("a worker config (no OS CA key: its certificate must come from a control plane's trustd)", () => {
+  it("keeps serving read-only calls and says plainly what it waits for", async () => {
+    const w = await startNode();
+    try {
+      const cfgs = await clusterConfigs();
+      const c = insecureClient(w);
+      await apply(c, cfgs.worker);
+      c.close();
+      await eventually(async () => {
+        const s = w.node.node.status.current;
+        expect(s.status.ready).toBe(false);
+        expect(s.status.unmetConditions.find((u) => u.name === "apid")?.reason).toMatch(/trustd/);
+      });
+      const reader = insecureClient(w);
+      await eventually(async () => {
+        await expect(reader.unary(MachineService, "Reboot", m.RebootRequestSchema, m.RebootResponseSchema, {})).rejects.toMatchObject({
+          code: status.FAILED_PRECONDITION,
+          details: expect.stringContaining("trustd"),
+        });
+      });
+      expect((await version(reader)).messages[0].version?.tag).toBeTruthy();
+      reader.close();
+    } finally {
+      await w.stop();
+    }
+  });
+});
