@@ -4,6 +4,7 @@
 #   AGENT=path|smoke   the agent bundle (default dist/machined.mjs, built by `npm run build` when missing;
 #                      "smoke" bundles image/smoke-agent.ts into /tmp)
 #   ZSTD_LEVEL=3       fast iteration; default 19 for final outputs
+#   SKIP_SYSROOT=1     reuse work/sysroot from the last build (saves ~30 s of dpkg-deb -x + depmod)
 . "$(dirname "$0")/env.sh"
 started=$(date +%s%3N)
 mkdir -p "$OUT" "$WORK"

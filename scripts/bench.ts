@@ -110,6 +110,138 @@ async function main() {
   child.kill("SIGKILL");
   rmSync(dir, { recursive: true, force: true });
   console.log("(one shared HTTP/2 connection, client and server on the same 2-core machine)");
+  await benchResources();
+  await benchServices();
+}
+
+/** Issue 4 figures: List of every published type, and watch fan-out to 100 watchers. */
+async function benchResources() {
+  const { startNode, clusterConfigs, insecureClient, mtlsClient, talosconfigCreds, apply, eventually, version } = await import("../test/api/harness.js");
+  const { State } = await import("../src/machinery/api/gen/cosi/state_pb.js");
+  const s = await import("../src/machinery/api/gen/cosi/state_pb.js");
+  const { ResourceDefinitionSpecSchema } = await import("../src/machinery/api/gen/cosi/meta_pb.js");
+  const { fromBinary } = await import("@bufbuild/protobuf");
+  const h = await startNode();
+  const cfgs = await clusterConfigs();
+  const ic = insecureClient(h);
+  await apply(ic, cfgs.controlplane);
+  ic.close();
+  const c = mtlsClient(h, talosconfigCreds(cfgs.talosconfig));
+  await eventually(() => version(c));
+  await new Promise((r) => setTimeout(r, 3000)); // let the controllers converge
+  const listAll = async () => {
+    const rds = await c.stream(State, "List", s.ListRequestSchema, s.ListResponseSchema, { namespace: "meta", type: "ResourceDefinitions.meta.cosi.dev" });
+    let n = 0;
+    for (const rd of rds) {
+      const spec = fromBinary(ResourceDefinitionSpecSchema, rd.resource!.spec!.protoSpec);
+      const items = await c.stream(State, "List", s.ListRequestSchema, s.ListResponseSchema, { namespace: spec.defaultNamespace, type: spec.resourceType });
+      n += items.length;
+    }
+    return { types: rds.length, resources: n };
+  };
+  await listAll();
+  const times: number[] = [];
+  let counted = { types: 0, resources: 0 };
+  for (let i = 0; i < 5; i++) {
+    const t = performance.now();
+    counted = await listAll();
+    times.push(performance.now() - t);
+  }
+  console.log(`List of all resources (${counted.types} types, ${counted.resources} resources, one List per type): median ${median(times).toFixed(1)} ms`);
+
+  const watchers = 100;
+  const ptr = { namespace: "runtime", type: "MachineStatuses.runtime.talos.dev", id: "machine" };
+  let target = 0;
+  let notified = 0;
+  let lastAt = 0;
+  const calls = Array.from({ length: watchers }, () => {
+    let first = true;
+    return c
+      .stream(State, "Watch", s.WatchRequestSchema, s.WatchResponseSchema, { ...ptr, apiVersion: 1 }, {
+        deadlineMs: 20_000,
+        onMessage: (m) => {
+          if (m.event.length === 0) return;
+          if (first) {
+            first = false;
+            target++;
+            return;
+          }
+          notified++;
+          lastAt = performance.now();
+        },
+      })
+      .catch(() => undefined);
+  });
+  while (target < watchers) await new Promise((r) => setTimeout(r, 10));
+  const t0 = performance.now();
+  h.node.node.setCondition("bench", "fan-out probe");
+  while (notified < watchers) await new Promise((r) => setTimeout(r, 1));
+  console.log(`Watch fan-out: ${watchers} watchers on MachineStatus, change → last watcher notified: ${(lastAt - t0).toFixed(1)} ms`);
+  c.raw.close();
+  await Promise.allSettled(calls);
+  await h.stop();
+}
+
+/** Issue 3 figures: agent RSS with containerd + etcd running, Bootstrap → etcd healthy. */
+async function benchServices() {
+  const { execFileSync } = await import("node:child_process");
+  const have = (b: string) => {
+    try {
+      execFileSync("which", [b], { stdio: "ignore" });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (process.getuid?.() !== 0 || !have("containerd") || !have("etcd")) {
+    console.log("services: skipped (needs root and Debian's containerd + etcd; `make deps-system`)");
+    return;
+  }
+  const inUse = await new Promise<boolean>((resolve) => {
+    const srv = createServer().once("error", () => resolve(true)).listen(2379, "127.0.0.1", () => srv.close(() => resolve(false)));
+  });
+  if (inUse) {
+    console.log("services: skipped (127.0.0.1:2379 is in use; etcd needs it)");
+    return;
+  }
+  const dir = mkdtempSync(path.join(tmpdir(), "machined-bench-svc-"));
+  const port = await freePort();
+  const child = spawn(process.execPath, [BUNDLE, "start", "--state-dir", dir, "--listen", `127.0.0.1:${port}`, "--services", "on"], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, NODE_NO_WARNINGS: "1" },
+  });
+  try {
+    await new Promise<void>((resolve) => child.stdout!.on("data", (b: Buffer) => b.toString().includes("machined API listening") && resolve()));
+    const cfgs = await generateConfigs({ clusterName: "bench", endpoint: "https://127.0.0.1:6443", talosVersion: "v1.13" });
+    const insecure = new TestClient(`127.0.0.1:${port}`, insecureTls());
+    await insecure.unary(MachineService, "ApplyConfiguration", m.ApplyConfigurationRequestSchema, m.ApplyConfigurationResponseSchema, {
+      data: new TextEncoder().encode(cfgs.controlplane),
+      mode: m.ApplyConfigurationRequest_Mode.AUTO,
+    });
+    insecure.close();
+    const creds = talosconfigCreds(cfgs.talosconfig);
+    const c = new TestClient(`127.0.0.1:${port}`, mtls(creds.ca, creds.crt, creds.key));
+    const etcdState = async () => {
+      const l = await c.unary(MachineService, "ServiceList", EmptySchema, m.ServiceListResponseSchema, {});
+      return l.messages[0].services.find((x) => x.id === "etcd");
+    };
+    for (let i = 0; i < 300 && (await etcdState().catch(() => undefined))?.state !== "Waiting"; i++) await new Promise((r) => setTimeout(r, 100));
+    const t0 = performance.now();
+    await c.unary(MachineService, "Bootstrap", m.BootstrapRequestSchema, m.BootstrapResponseSchema, {});
+    for (let i = 0; i < 600; i++) {
+      const e = await etcdState();
+      if (e?.state === "Running" && e.health?.healthy) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    console.log(`Bootstrap → etcd healthy: ${((performance.now() - t0) / 1000).toFixed(2)} s`);
+    await new Promise((r) => setTimeout(r, 2000));
+    console.log(`agent RSS with containerd + etcd running: ${rssMiB(child.pid!).toFixed(1)} MiB`);
+    c.close();
+  } finally {
+    child.kill("SIGTERM");
+    await new Promise((r) => child.once("exit", r));
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 main().catch((err) => {

@@ -70,6 +70,12 @@ export const WAITING_TO_JOIN =
 
 export class EtcdService implements Service {
   readonly id = "etcd";
+  /**
+   * Upstream refuses `talosctl service etcd restart`; we allow it because operators reach for it when
+   * etcd misbehaves and, with no shell, there is no other way. Start/stop stay refused: a stopped etcd
+   * on a control plane is a broken node.
+   */
+  readonly api = { restart: true };
   readonly dataDir: string;
   readonly pkiDir: string;
   /** Where the EtcdRecover RPC stores the uploaded snapshot. */
