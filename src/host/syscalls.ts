@@ -32,6 +32,13 @@ export interface Syscalls {
   /** finit_module(2) on the file at `path` with module parameters like "foo=1 bar=2" */
   finitModule(path: string, params: string): void;
   sethostname(name: string): void;
+  /** chroot(2); PID 1 uses it once, to switch from the initramfs to rootfs.sqsh */
+  chroot(path: string): void;
+  /**
+   * ioctl(2): `arg` is either a buffer (passed by pointer; the kernel may write into it) or an integer.
+   * Returns the (non-negative) result; -1 becomes a SyscallError.
+   */
+  ioctl(fd: number, request: number, arg: Buffer | number): number;
 }
 
 /** mount(2) flags from <sys/mount.h> */
@@ -42,6 +49,7 @@ export const MS = {
   NOEXEC: 0x8,
   REMOUNT: 0x20,
   BIND: 0x1000,
+  MOVE: 0x2000,
   REC: 0x4000,
   PRIVATE: 0x40000,
   RELATIME: 0x200000,
@@ -131,6 +139,14 @@ class LibcSyscalls implements Syscalls {
   sethostname(name: string): void {
     this.check(this.c.sethostname(name, Buffer.byteLength(name)), "sethostname", name);
   }
+  chroot(path: string): void {
+    this.check(this.c.chroot(path), "chroot", path);
+  }
+  ioctl(fd: number, request: number, arg: Buffer | number): number {
+    const rc = typeof arg === "number" ? this.c.ioctlInt(fd, request, arg) : this.c.ioctlPtr(fd, request, arg);
+    this.check(rc, "ioctl", `0x${request.toString(16)} on fd ${fd}`);
+    return rc;
+  }
 }
 
 let real: Syscalls | undefined;
@@ -204,5 +220,14 @@ export class FakeSyscalls implements Syscalls {
   sethostname(name: string): void {
     this.record("sethostname", [name]);
     this.hostname = name;
+  }
+  chroot(path: string): void {
+    this.record("chroot", [path]);
+  }
+  /** results for ioctl by request number (default 0) */
+  readonly ioctlResults = new Map<number, number>();
+  ioctl(fd: number, request: number, arg: Buffer | number): number {
+    this.record("ioctl", [fd, request, arg]);
+    return this.ioctlResults.get(request) ?? 0;
   }
 }

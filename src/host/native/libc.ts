@@ -24,6 +24,11 @@ export interface LibcBindings {
   prctl(option: number, arg2: number): number;
   finitModule(fd: number, params: string, flags: number): number;
   sethostname(name: string, len: number): number;
+  chroot(path: string): number;
+  /** ioctl with a pointer argument (a struct in `arg`, read and written in place) */
+  ioctlPtr(fd: number, request: number, arg: Buffer): number;
+  /** ioctl with an integer argument */
+  ioctlInt(fd: number, request: number, arg: number): number;
   /** errno saved by koffi right after the last call on this thread */
   errno(): number;
 }
@@ -54,6 +59,9 @@ export function loadLibc(): LibcBindings {
   const prctl = f("int prctl(int option, ...)");
   const syscall = f("long syscall(long number, ...)");
   const sethostname = f("int sethostname(const char *name, size_t len)");
+  const chroot = f("int chroot(const char *path)");
+  const ioctlPtr = f("int ioctl(int fd, unsigned long request, void *arg)");
+  const ioctlInt = f("int ioctl(int fd, unsigned long request, unsigned long arg)");
   const ul = "unsigned long";
   return {
     getpid: () => getpid() as number,
@@ -70,6 +78,9 @@ export function loadLibc(): LibcBindings {
       return Number(syscall(nr, "int", fd, "const char *", params, "int", flags));
     },
     sethostname: (name, len) => sethostname(name, len) as number,
+    chroot: (p) => chroot(p) as number,
+    ioctlPtr: (fd, req, arg) => ioctlPtr(fd, req, arg) as number,
+    ioctlInt: (fd, req, arg) => ioctlInt(fd, req, arg) as number,
     errno: () => koffi.errno(),
   };
 }
