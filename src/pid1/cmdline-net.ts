@@ -1,0 +1,81 @@
+/**
+ * Early static network from the kernel command line, applied before the API listens, so the maintenance API
+ * is reachable without a config. The image carries no DHCP client (udhcpc needs busybox and a shell), so
+ * the address comes from the boot entry:
+ *
+ *   machined.ip=10.0.2.15/24 machined.gw=10.0.2.2 machined.dns=10.0.2.3[,…] [machined.iface=eth0]
+ *
+ * (the QEMU user-network values; `make image NET_CMDLINE=...` sets others). Without machined.iface the first
+ * ethernet link (not lo) is used. Addresses from the machine config are layered on top later by the network
+ * controllers; these stay (upstream's "cmdline" layer).
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { addAddress, replaceRoute, setLinkUp, type NetTarget } from "../host/net/apply.js";
+
+export interface CmdlineNet {
+  iface?: string;
+  address: string;
+  gateway?: string;
+  dns: string[];
+}
+
+export function parseCmdlineNet(cmdline: string): CmdlineNet | undefined {
+  const words = new Map<string, string>();
+  for (const w of cmdline.trim().split(/\s+/)) {
+    const i = w.indexOf("=");
+    if (i > 0) words.set(w.slice(0, i), w.slice(i + 1));
+  }
+  const address = words.get("machined.ip");
+  if (!address || !/^[0-9a-fA-F:.]+\/\d+$/.test(address)) return undefined;
+  return {
+    iface: words.get("machined.iface") || undefined,
+    address,
+    gateway: words.get("machined.gw") || undefined,
+    dns: (words.get("machined.dns") ?? "").split(",").filter(Boolean),
+  };
+}
+
+/** First link that looks like ethernet (type 1) other than lo, by ifindex. */
+export function firstEthernet(sysClassNet = "/sys/class/net"): string | undefined {
+  const links: Array<{ name: string; index: number }> = [];
+  for (const name of readdirSync(sysClassNet)) {
+    try {
+      const type = readFileSync(`${sysClassNet}/${name}/type`, "utf8").trim();
+      const index = Number(readFileSync(`${sysClassNet}/${name}/ifindex`, "utf8").trim());
+      if (type === "1" && name !== "lo" && !existsVirtual(sysClassNet, name)) links.push({ name, index });
+    } catch {
+      // link vanished
+    }
+  }
+  return links.sort((a, b) => a.index - b.index)[0]?.name;
+}
+
+function existsVirtual(sysClassNet: string, name: string): boolean {
+  try {
+    readFileSync(`${sysClassNet}/${name}/device/uevent`);
+    return false;
+  } catch {
+    return true; // no backing device: a bridge, veth, dummy ...
+  }
+}
+
+/** Brings lo and the link up and adds the address and default route; returns the link used. */
+export async function applyCmdlineNet(t: NetTarget, net: CmdlineNet, waitMs = 20_000): Promise<string> {
+  await setLinkUp(t, "lo", true);
+  let iface = net.iface;
+  const deadline = Date.now() + waitMs;
+  // the NIC driver was just loaded by coldplug; its link can take a moment to register
+  while (!iface) {
+    iface = firstEthernet();
+    if (iface || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  if (!iface) throw new Error("no ethernet link found for machined.ip");
+  await setLinkUp(t, iface, true);
+  await addAddress(t, iface, net.address);
+  if (net.gateway) {
+    const family = net.gateway.includes(":") ? "inet6" : "inet4";
+    await replaceRoute(t, { family, dst: "", gateway: net.gateway, src: "", outLinkName: iface, table: "main", priority: 1024, scope: "global", type: "unicast", protocol: "static" });
+  }
+  return iface;
+}
