@@ -4,7 +4,7 @@
  * Where the machine offers no writable cgroup v2 (or v2 without the memory controller, as in a hybrid
  * layout where memory is bound to v1), services still run: we log once and carry on without the feature.
  */
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { readdirSync, existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /** Where cgroup2 is mounted: /sys/fs/cgroup on a unified host, /sys/fs/cgroup/unified on a hybrid one. */
@@ -119,6 +119,38 @@ export class Cgroups implements CgroupManager {
       }
     }
     return (this.parentReady = true);
+  }
+
+  /**
+   * Kill processes left in this prefix's cgroups by an earlier run that died without stopping its
+   * services (e.g. SIGKILL of a local-mode agent): they would hold ports and data folders. Returns the
+   * pids signalled. Only ever touches cgroups under our own prefix.
+   */
+  reapLeftovers(): number[] {
+    if (!this.root) return [];
+    const parent = join(this.root, this.prefix);
+    if (!existsSync(parent)) return [];
+    const killed: number[] = [];
+    for (const name of readdirSync(parent, { withFileTypes: true })) {
+      if (!name.isDirectory()) continue;
+      const dir = join(parent, name.name);
+      let pids: number[] = [];
+      try {
+        pids = readFileSync(join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean).map(Number);
+      } catch {
+        continue;
+      }
+      for (const pid of pids) {
+        try {
+          process.kill(pid, "SIGKILL");
+          killed.push(pid);
+        } catch {
+          // already gone
+        }
+      }
+    }
+    if (killed.length) this.log(`cgroups: killed ${killed.length} process(es) left by an earlier run under ${parent}`);
+    return killed;
   }
 
   private once(key: string, msg: string): void {

@@ -83,6 +83,8 @@ export class NodeServices {
     else {
       const prefix = `machined-${createHash("sha256").update(o.stateDir).digest("hex").slice(0, 12)}`;
       this.ownCgroups = new Cgroups({ prefix, log: (m) => this.logs.get("machined").write(`${m}\n`) });
+      // Daemons of an earlier run of this state folder that died without stopping them hold its ports.
+      this.ownCgroups.reapLeftovers();
       this.cgroups = this.ownCgroups;
     }
     this.sup = this.newSupervisor();

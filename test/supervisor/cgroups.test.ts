@@ -63,3 +63,30 @@ describe("cgroups", () => {
     });
   });
 });
+
+describe("leftovers of an earlier run", () => {
+  it("kills processes still in our prefix's cgroups and nothing else", async () => {
+    const { Cgroups } = await import("../../src/host/cgroups.js");
+    const { spawn } = await import("node:child_process");
+    const probe = new Cgroups({ prefix: `machined-reap-test-${process.pid}` });
+    const cg = probe.create("svc");
+    if (!cg) {
+      console.log("skipped: no writable cgroup v2 here");
+      return;
+    }
+    const inside = spawn("sleep", ["60"], { stdio: "ignore" });
+    const outside = spawn("sleep", ["60"], { stdio: "ignore" });
+    cg.addProcess(inside.pid!);
+    const exited = new Promise((r) => inside.once("exit", r));
+    const killed = new Cgroups({ prefix: probe.prefix }).reapLeftovers();
+    await exited;
+    expect(killed).toEqual([inside.pid]);
+    expect(outside.exitCode).toBeNull();
+    outside.kill("SIGKILL");
+    const { rmdirSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    await new Promise((r) => setTimeout(r, 100));
+    rmdirSync(join(probe.root!, probe.prefix, "svc"));
+    rmdirSync(join(probe.root!, probe.prefix));
+  });
+});
