@@ -34,7 +34,7 @@ export async function startNode(extra: Partial<LocalOptions> = {}): Promise<Harn
     stateDir,
     async stop() {
       await node.stop();
-      rmSync(stateDir, { recursive: true, force: true });
+      rmSync(stateDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
     },
   };
 }

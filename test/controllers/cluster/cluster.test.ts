@@ -14,7 +14,7 @@ import { controlPlaneConfig, eventually, publishConfig, put, spec, startRuntime 
 
 const dirs: string[] = [];
 afterEach(async () => {
-  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 })));
 });
 const tmp = async () => {
   const d = await mkdtemp(join(tmpdir(), "machined-identity-"));

@@ -21,7 +21,7 @@ const dirs: string[] = [];
 afterEach(async () => {
   await rt?.stop();
   rt = undefined;
-  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
 });
 
 const tmp = async () => {
