@@ -3,7 +3,7 @@ SHELL := /bin/bash
 STATE_DIR ?= ./state
 LISTEN ?= 127.0.0.1:50000
 
-.PHONY: deps deps-system build run test typecheck lint bench gen clean
+.PHONY: deps deps-system build run test test-unit test-vm typecheck lint bench gen clean
 
 # Debian packages the tests and local services need (containerd, etcd, disk tools, ...).
 deps-system:
@@ -31,11 +31,20 @@ typecheck: deps
 lint: deps
 	npm run lint:deps
 
-# The whole test suite (needs root for the daemon, namespace and disk tests; they skip with a reason otherwise).
-test: deps-system build
+# The whole test suite: unit/integration tests, then the VM end-to-end tests (QEMU under TCG, ~25 min).
+# Root is needed for the daemon, namespace, disk and VM tests; without it they skip and say why.
+test: test-unit test-vm
+
+# Everything but the VM boots (a few minutes).
+test-unit: deps-system build
 	npm run typecheck
 	npm run lint:deps
 	npm test
+
+# Builds the amd64/arm64 images and drives them in QEMU (test/vm).
+test-vm: deps-system build
+	./scripts/install-image-deps.sh
+	npm run test:vm
 
 bench: build
 	npm run bench

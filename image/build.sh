@@ -23,9 +23,14 @@ sha=$(git -C "$TOP" rev-parse --short HEAD 2>/dev/null || echo dev)
 echo "${IMAGE_VERSION:-$pkgver-$sha}" > "$WORK/version"
 export IMAGE_VERSION=$(cat "$WORK/version")
 case "$ARCH" in
-  amd64) echo "console=tty0 console=ttyS0,115200n8 panic=10" > "$WORK/cmdline" ;;
-  arm64) echo "console=ttyAMA0,115200n8 panic=10" > "$WORK/cmdline" ;;
+  amd64) console="console=tty0 console=ttyS0,115200n8" ;;
+  arm64) console="console=ttyAMA0,115200n8" ;;
 esac
+# The image has no DHCP client: the boot entry carries a static address (src/pid1/cmdline-net.ts). The default is
+# QEMU user networking (guest 10.0.2.15, host 10.0.2.2, DNS 10.0.2.3); NET_CMDLINE= overrides or drops it.
+# CMDLINE_EXTRA adds words (e.g. machined.insecure-registries=10.0.2.2:5000, machined.testfail=exit for tests).
+NET_CMDLINE=${NET_CMDLINE-machined.ip=10.0.2.15/24 machined.gw=10.0.2.2 machined.dns=10.0.2.3}
+echo "$console panic=10 $NET_CMDLINE ${CMDLINE_EXTRA:-}" | tr -s ' ' | sed 's/ $//' > "$WORK/cmdline"
 
 step() { s=$(date +%s%3N); log "step $1"; nice sh "$TOP/image/$1" "$ARCH"; log "step $1 done in $(( ($(date +%s%3N) - s) ))ms"; }
 step fetch.sh

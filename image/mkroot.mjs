@@ -44,8 +44,20 @@ const PROGRAMS = [
   "sbin/xfs_repair",
   "usr/sbin/xfs_growfs",
   "sbin/mkfs.fat",
+  "sbin/mkfs.vfat", // the name the agent calls (src/boot/mkfs.ts)
   "sbin/fsck.fat",
 ];
+// Install tools (src/boot: GPT re-read, STATE ext4, ESP files through mtools, blkid probe). Their packages
+// (e2fsprogs, util-linux, mtools) are not in the download cache of every build host, so when they are missing
+// from the sysroot and the target is the host's own architecture (Debian 12 as well), they are taken from the
+// host's root, with their libraries. [image path, sysroot/host path]
+const INSTALL_TOOLS = [
+  ["usr/sbin/mkfs.ext4", "sbin/mke2fs"],
+  ["usr/sbin/blockdev", "sbin/blockdev"],
+  ["usr/sbin/blkid", "sbin/blkid"],
+  ...["mtools", "mcopy", "mdir", "mdel", "mmd", "mmove"].map((n) => [`usr/bin/${n}`, "usr/bin/mtools"]),
+];
+const HOST_ARCH = execFileSync("dpkg", ["--print-architecture"], { encoding: "utf8" }).trim();
 const CNI_SRC = "usr/lib/cni"; // Debian's containernetworking-plugins location
 const CNI_DIR = "opt/cni/bin"; // where kubelet, containerd and CNI installers look (the agent overlays /opt)
 
@@ -121,10 +133,17 @@ function isElf(file) {
   return b.toString("latin1") === "\x7fELF";
 }
 const LIB_DIRS = [`lib/${TRIPLET}`, `usr/lib/${TRIPLET}`, "lib", "usr/lib"];
+let hostLibs = false; // set when install tools came from the host: their libraries may only exist there
 function findLib(soname) {
   for (const d of LIB_DIRS) {
     const r = resolveIn(SYSROOT, `${d}/${soname}`);
     if (r && fs.statSync(path.join(SYSROOT, r)).isFile()) return r;
+  }
+  if (hostLibs) {
+    for (const d of LIB_DIRS) {
+      const r = resolveIn("/", `${d}/${soname}`);
+      if (r && fs.statSync(path.join("/", r)).isFile()) return path.relative(SYSROOT, path.join("/", r));
+    }
   }
   return null;
 }
@@ -272,6 +291,36 @@ for (const p of PROGRAMS) {
   copy(path.join(SYSROOT, src), dst);
   elves.push(dst);
 }
+const toolsFrom = [];
+for (const [dst, src] of INSTALL_TOOLS) {
+  let from = SYSROOT;
+  let r = resolveIn(SYSROOT, src);
+  if (!r && ARCH === HOST_ARCH) {
+    r = resolveIn("/", src);
+    from = "/";
+    hostLibs = true;
+  }
+  if (!r) {
+    console.error(`mkroot: warning: ${src} is neither in the sysroot nor (same arch) on the host: installing onto disks will fail in this image`);
+    continue;
+  }
+  copy(path.join(from, r), path.join(ROOTFS, dst));
+  elves.push(path.join(ROOTFS, dst));
+  if (from === "/") toolsFrom.push(path.basename(dst));
+}
+// mtools converts FAT names through iconv (codepage 850 by default): glibc's gconv modules for it.
+{
+  const gconv = `usr/lib/${TRIPLET}/gconv`;
+  for (const f of ["gconv-modules", "gconv-modules.cache", "IBM850.so", "IBM437.so"]) {
+    const src = path.join(SYSROOT, gconv, f);
+    if (fs.existsSync(src)) copy(src, path.join(ROOTFS, gconv, f), 0o644);
+  }
+  const d = path.join(SYSROOT, gconv, "gconv-modules.d");
+  if (fs.existsSync(d)) for (const f of fs.readdirSync(d)) copy(path.join(d, f), path.join(ROOTFS, gconv, "gconv-modules.d", f), 0o644);
+}
+if (toolsFrom.length) console.error(`mkroot: note: install tools from the host (not in the sysroot): ${toolsFrom.join(" ")}`);
+if (fs.existsSync("/etc/mke2fs.conf") && !fs.existsSync(path.join(SYSROOT, "etc/mke2fs.conf"))) copy("/etc/mke2fs.conf", path.join(ROOTFS, "etc/mke2fs.conf"), 0o644);
+else if (fs.existsSync(path.join(SYSROOT, "etc/mke2fs.conf"))) copy(path.join(SYSROOT, "etc/mke2fs.conf"), path.join(ROOTFS, "etc/mke2fs.conf"), 0o644);
 for (const f of fs.readdirSync(path.join(SYSROOT, CNI_SRC))) {
   copy(path.join(SYSROOT, CNI_SRC, f), path.join(ROOTFS, CNI_DIR, f));
   elves.push(path.join(ROOTFS, CNI_DIR, f));

@@ -1,21 +1,20 @@
 /**
- * Stand-in for dist/machined.mjs used by `make image AGENT=smoke` and `make qemu-smoke` until the real agent's
- * PID-1 mode exists. It walks the boot contract of docs/image.md with the project's own host code so the image
+ * Minimal stand-in for dist/machined.mjs (`make image AGENT=smoke`): the boot contract without the agent, for
+ * measuring the image itself (the real agent is `machined init`, src/pid1/init.ts). It walks the boot contract of docs/image.md with the project's own host code so the image
  * is proven end to end: early mounts -> stage modules -> loop-mount /rootfs.sqsh read-only -> switch root ->
  * coldplug from the full module set -> network (ip from rootfs.sqsh) -> TCP listener on :50000.
  * Built by image/smoke-agent.sh into /tmp (never into dist/). Not part of the product.
  */
 import { execFile, execFileSync } from "node:child_process";
 import { promisify } from "node:util";
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync, constants as fsc } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { createRequire } from "node:module";
 import { release } from "node:os";
 import { earlyMounts } from "../src/pid1/early-mounts.js";
+import { switchRoot } from "../src/pid1/switch-root.js";
 import { ModuleLoader } from "../src/host/modules.js";
 import { MS, realSyscalls } from "../src/host/syscalls.js";
 
-const MS_MOVE = 0x2000;
 const t0 = Date.now();
 const uptime = () => {
   try {
@@ -26,41 +25,6 @@ const uptime = () => {
 };
 const log = (msg: string) => process.stdout.write(`[machined-smoke +${Date.now() - t0}ms up=${uptime()}s] ${msg}\n`);
 
-// ioctl and chroot are not in the Syscalls interface yet; bind them here the same way src/host/native does.
-type Fn = (...a: unknown[]) => number;
-const koffi = createRequire(import.meta.url)("koffi") as {
-  load(p: string | null): { func(decl: string): Fn };
-  errno(): number;
-};
-const libc = koffi.load(null);
-const ioctl = libc.func("int ioctl(int fd, unsigned long req, void *arg)");
-const ioctlInt = libc.func("int ioctl(int fd, unsigned long req, unsigned long arg)");
-const chroot = libc.func("int chroot(const char *path)");
-const check = (rc: number, what: string) => {
-  if (rc < 0) throw new Error(`${what} failed: errno ${koffi.errno()}`);
-  return rc;
-};
-
-/**
- * LOOP_CTL_GET_FREE + LOOP_CONFIGURE (read-only, autoclear) — what losetup -r does. Returns the device and its
- * open fd: with autoclear the device detaches on last close, so the caller closes the fd only after mounting.
- */
-function attachLoop(file: string): { dev: string; fd: number } {
-  const ctl = openSync("/dev/loop-control", fsc.O_RDWR);
-  const n = check(ioctlInt(ctl, 0x4c82, 0), "LOOP_CTL_GET_FREE");
-  closeSync(ctl);
-  const dev = `/dev/loop${n}`;
-  const backing = openSync(file, fsc.O_RDONLY);
-  const loopFd = openSync(dev, fsc.O_RDONLY);
-  // struct loop_config { u32 fd; u32 block_size; struct loop_info64 info (232 bytes); u64 reserved[8]; }
-  const cfg = Buffer.alloc(4 + 4 + 232 + 64);
-  cfg.writeUInt32LE(backing, 0);
-  cfg.writeUInt32LE(1 | 4, 8 + 52); // info.lo_flags = LO_FLAGS_READ_ONLY | LO_FLAGS_AUTOCLEAR
-  check(ioctl(loopFd, 0x4c0a, cfg), "LOOP_CONFIGURE");
-  closeSync(backing);
-  return { dev, fd: loopFd };
-}
-
 async function main() {
   log(`start pid=${process.pid} node=${process.version} argv=${process.argv.slice(2).join(" ")}`);
   const sys = realSyscalls();
@@ -68,20 +32,8 @@ async function main() {
   const cmdline = readFileSync("/proc/cmdline", "utf8");
   log(`early mounts done; cmdline: ${cmdline.trim()}`);
 
-  const stage = new ModuleLoader({ sys, cmdline });
-  const r1 = stage.load(["loop", "squashfs", "overlay"]);
-  log(`stage modules: loaded [${r1.loaded.join(" ")}] failed [${r1.failed.map((f) => `${f.name}: ${f.error}`).join("; ")}]`);
-
-  const { dev: loop, fd: loopFd } = attachLoop("/rootfs.sqsh");
-  sys.mount(loop, "/sysroot", "squashfs", MS.RDONLY, null);
-  closeSync(loopFd);
-  // the node binary and the agent exist only in the stage: bind them over the stubs in rootfs.sqsh
-  for (const p of ["/usr/bin/node", "/usr/lib/machined"]) sys.mount(p, `/sysroot${p}`, null, MS.BIND, null);
-  for (const m of ["/dev", "/proc", "/sys", "/run", "/tmp"]) sys.mount(m, `/sysroot${m}`, null, MS_MOVE, null);
-  process.chdir("/sysroot");
-  sys.mount(".", "/", null, MS_MOVE, null);
-  check(chroot("."), "chroot");
-  process.chdir("/");
+  // stage modules, /rootfs.sqsh on a read-only loop device, bind node + agent, MS_MOVE + chroot (src/pid1)
+  const { loop } = switchRoot({ sys, cmdline, log });
   log(`switched root to ${loop} (squashfs, read-only)`);
 
   for (const t of ["/system", "/var"]) sys.mount("tmpfs", t, "tmpfs", MS.NOSUID | MS.NODEV, "mode=0755");

@@ -6,6 +6,7 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
+import tls from "node:tls";
 import path from "node:path";
 
 const arch = process.argv[2] ?? process.env.ARCH ?? "amd64";
@@ -49,7 +50,8 @@ child.stdout.on("data", (d) => {
     if (/Linux version \d/.test(line)) mark("kernelLine");
     const ri = /^\[\s*([\d.]+)\] Run \/init as init process/.exec(line);
     if (ri) (mark("runInit"), mark("runInitUptime", Number(ri[1])));
-    const up = /\[machined-smoke \+\d+ms up=([\d.]+)s\] (.*)/.exec(line);
+    // image/smoke-agent.ts prints "[machined-smoke +Nms up=Ss] msg", the real agent (machined init) "[machined init ...]"
+    const up = /\[machined(?:-smoke| init) \+\d+ms up=([\d.]+)s\] (.*)/.exec(line);
     if (up) {
       const [_, u, msg] = up;
       if (msg.startsWith("start ")) mark("initStart");
@@ -58,11 +60,12 @@ child.stdout.on("data", (d) => {
       if (msg.startsWith("coldplug")) (mark("coldplugUptime", Number(u)), (marks.coldplug = msg));
       if (msg.startsWith("network")) mark("networkUptime", Number(u));
       if (msg.startsWith("listening on :50000")) (mark("listening"), mark("listeningUptime", Number(u)));
+      if (msg.startsWith("boot failed") || msg.startsWith("machined.testfail")) mark("fatal", msg);
       if (/^\/usr\/(s?bin)\//.test(msg)) versions++;
       if (msg.includes("FATAL")) mark("fatal", msg);
     }
     // a panic reboots (panic=10) into the same failure: stop at the first one
-    if (/Kernel panic - not syncing|Initramfs unpacking failed/.test(line)) mark("fatal", line.trim());
+    if (/Kernel panic - not syncing|Initramfs unpacking failed|^fatal: /.test(line)) mark("fatal", line.trim());
     const ts = /^\[\s*([\d.]+)\]/.exec(line);
     if (ts && !("firstKernelTs" in marks)) mark("firstKernelTs", Number(ts[1]));
   }
@@ -78,14 +81,33 @@ process.on("exit", kill);
 process.on("SIGINT", () => process.exit(130));
 process.on("SIGTERM", () => process.exit(143));
 
+/**
+ * The smoke agent answers in plain text at once; the real agent speaks TLS (gRPC, maintenance certificate).
+ * A connection that stays silent for a moment is tried again with a TLS handshake (ALPN h2).
+ */
 function probe() {
   return new Promise((resolve) => {
     const s = net.connect(port, "127.0.0.1");
     let data = "";
-    s.setTimeout(2000, () => s.destroy());
+    let connected = false;
+    s.on("connect", () => (connected = true));
+    s.setTimeout(800, () => s.destroy());
     s.on("data", (d) => (data += d));
-    s.on("close", () => resolve(data));
+    s.on("error", () => {});
+    s.on("close", () => (data || !connected ? resolve(data) : probeTls().then(resolve)));
+  });
+}
+function probeTls() {
+  return new Promise((resolve) => {
+    const s = tls.connect({ port, host: "127.0.0.1", rejectUnauthorized: false, ALPNProtocols: ["h2"], servername: "machined" });
+    s.setTimeout(5000, () => s.destroy());
+    s.on("secureConnect", () => {
+      const c = s.getPeerCertificate();
+      resolve(`TLS ${s.getProtocol()} alpn=${s.alpnProtocol} cert CN=${c?.subject?.CN ?? "?"}`);
+      s.end();
+    });
     s.on("error", () => resolve(""));
+    s.on("close", () => resolve(""));
   });
 }
 
@@ -100,7 +122,7 @@ while (Date.now() < deadline && child.exitCode === null && !marks.fatal) {
 if (answer) {
   mark("hostAnswer");
   const until = Date.now() + 60_000; // give the version checks a moment, for the log
-  while (versions < 5 && Date.now() < until && child.exitCode === null) await new Promise((r) => setTimeout(r, 250));
+  while (versions < 5 && !/^TLS/.test(answer) && Date.now() < until && child.exitCode === null) await new Promise((r) => setTimeout(r, 250));
 }
 kill();
 const s = (v) => (v === undefined ? "n/a" : `${(v / 1000).toFixed(2)} s`);

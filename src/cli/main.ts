@@ -1,11 +1,13 @@
 /** `machined` command line: dispatches to one subcommand per file. */
 import { helpText, parse, UsageError, type Command } from "./args.js";
 import { startCommand } from "./start.js";
+import { initCommand } from "./init.js";
 import { genConfigCommand, genSecretsCommand } from "./gen.js";
 import { configPatchCommand, configValidateCommand } from "./config.js";
 
 const commands: Record<string, Command> = {
   start: startCommand,
+  init: initCommand,
   "gen config": genConfigCommand,
   "gen secrets": genSecretsCommand,
   "config validate": configValidateCommand,

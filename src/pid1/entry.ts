@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 /** Process entry: PID 1 in the image (`machined init`), otherwise the CLI. */
+// first: the SIGUSR1 guard must exist before any other module code runs (signals.ts)
+import "./inspector-guard.js";
 import "reflect-metadata";
 import { main } from "../cli/main.js";
 

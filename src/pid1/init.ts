@@ -74,8 +74,18 @@ export async function runInit(opts: InitOptions = {}): Promise<number> {
   let node: Pid1Node | undefined;
   const fatal: FatalHandler = createFatalHandler({ sys, cleanup: async () => node?.services.shutdown() });
   fatal.install();
-  startReaper({ sys, onError: (err) => bootLog(`reaper: ${String(err)}`) });
+  try {
+    node = await boot(sys, opts, (n) => (node = n));
+    bootLog(`listening on :${node.port} (${node.node.mode} mode)`);
+  } catch (err) {
+    fatal.fatal(err, "boot failed"); // logs, stops what runs, reboots after 10 s
+  }
+  return new Promise<number>(() => {}); // PID 1 never returns
+}
 
+async function boot(sys: Syscalls, opts: InitOptions, started: (n: Pid1Node) => void): Promise<Pid1Node> {
+  let node: Pid1Node | undefined;
+  startReaper({ sys, onError: (err) => bootLog(`reaper: ${String(err)}`) });
   earlyMounts({ sys });
   const cmdline = readFileSync("/proc/cmdline", "utf8");
   const words = cmdlineWords(cmdline);
@@ -144,8 +154,8 @@ export async function runInit(opts: InitOptions = {}): Promise<number> {
     insecureRegistries: (words.get("machined.insecure-registries") ?? "").split(",").filter(Boolean),
     log: bootLog,
   });
-  bootLog(`listening on :${node.port} (${node.node.mode} mode)`);
-  return new Promise<number>(() => {}); // PID 1 never returns
+  started(node);
+  return node;
 }
 
 /** /system (runtime /etc files, maintenance state) and /var (until EPHEMERAL) on tmpfs; the /etc files. */

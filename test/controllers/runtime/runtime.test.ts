@@ -18,8 +18,9 @@ import { specYaml } from "../../../src/machinery/resources/render.js";
 import { controlPlaneConfig, eventually, publishConfig, put, spec, startRuntime } from "./harness.js";
 
 const dirs: string[] = [];
+// Controllers may still be finishing a write when a test ends: retry the cleanup.
 afterEach(async () => {
-  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 }) // controllers may still be finishing a write));
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 })));
 });
 const tmp = async () => {
   const d = await mkdtemp(join(tmpdir(), "machined-core-"));
