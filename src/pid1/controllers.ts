@@ -8,6 +8,7 @@ import type { State } from "../state/types.js";
 import { networkControllers } from "../controllers/network/index.js";
 import { coreControllers } from "../controllers/runtime/core.js";
 import { discoverDisks } from "../host/disks.js";
+import { staticPodFilesController } from "../controllers/k8s/static-pod-files.js";
 import type { UnmetCondition } from "../machinery/resources/types/runtime.js";
 
 export interface ControllerWiring {
@@ -19,6 +20,8 @@ export interface ControllerWiring {
   network: { manage: false } | { manage: true; pid1?: boolean; netns?: string; etcRoot?: string };
   /** Disk-image files offered as install targets (local mode). */
   diskFiles?: () => string[];
+  /** The kubelet's static pod folder the control plane manifests are written into. */
+  manifestsDir?: string;
   /** The local etcd member id, when this node runs etcd. */
   etcdMemberId?: () => Promise<bigint>;
 }
@@ -41,6 +44,7 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
       etcdMemberId: w.etcdMemberId,
     }),
   ];
+  if (w.manifestsDir) all.push(staticPodFilesController({ dir: w.manifestsDir }));
   for (const c of all) runtime.register(c);
   runtime.start();
   return runtime;

@@ -3,6 +3,7 @@
  * simulated, and the host is only observed (never reconfigured).
  */
 import * as os from "node:os";
+import * as path from "node:path";
 import pino from "pino";
 import { Writable } from "node:stream";
 import { EventBus } from "../state/events.js";
@@ -79,6 +80,8 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
     stateDir: opts.stateDir,
     setReadiness: (unmet) => node.setControllerReadiness(unmet),
     network: { manage: false },
+    // The kubelet's staticPodPath, kept inside the state folder in local mode.
+    manifestsDir: path.join(opts.stateDir, "kubernetes", "manifests"),
     etcdMemberId: async () => {
       const etcd = services.etcd;
       if (!etcd) throw new Error("etcd is not supervised on this node");
