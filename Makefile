@@ -43,7 +43,7 @@ test-unit: deps-system build
 
 # Builds the amd64/arm64 images and drives them in QEMU (test/vm).
 test-vm: deps-system build
-	./scripts/install-image-deps.sh
+	./scripts/install-system-deps.sh image/packages.txt
 	npm run test:vm
 
 bench: build

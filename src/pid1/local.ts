@@ -5,7 +5,7 @@
 import * as os from "node:os";
 import * as path from "node:path";
 import pino from "pino";
-import { Writable } from "node:stream";
+import { hostAddresses, LateSink } from "./shared.js";
 import { EventBus } from "../state/events.js";
 import { InMemoryState } from "../state/inmem.js";
 import { Node } from "../lifecycle/node.js";
@@ -38,12 +38,6 @@ export interface RunningNode {
   stop(): Promise<void>;
 }
 
-function localAddresses(): string[] {
-  return Object.values(os.networkInterfaces())
-    .flat()
-    .filter((a): a is os.NetworkInterfaceInfo => !!a && !a.internal)
-    .map((a) => a.address.replace(/%.*$/, ""));
-}
 
 export async function runLocalNode(opts: LocalOptions, handleSignals = true): Promise<RunningNode> {
   const started = performance.now();
@@ -68,11 +62,11 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
     stateDir: opts.stateDir,
     enabled: opts.services ?? !unavailable,
     hostname,
-    addresses: () => ["127.0.0.1", ...localAddresses()],
+    addresses: () => ["127.0.0.1", ...hostAddresses()],
     ...opts.serviceOptions,
   });
   sink.attach(services.logSink());
-  const localNames = () => [...localAddresses(), "127.0.0.1", "::1", "localhost", hostname(), opts.listen.host];
+  const localNames = () => [...hostAddresses(), "127.0.0.1", "::1", "localhost", hostname(), opts.listen.host];
   // Local mode observes the host network and never changes it.
   const runtime = startControllers({
     state,
@@ -102,7 +96,7 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
   const api = new ApiServer(deps);
   api.register(buildServices(deps));
   const identity = new IdentityManager(
-    { addresses: localAddresses, hostname },
+    { addresses: hostAddresses, hostname },
     log,
     (mode) => api.setMode(mode),
     (id) => api.rotate(id),
@@ -136,18 +130,4 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
     }
   }
   return { node, api, services, install, port: addr.port, stop };
-}
-
-/** A stream that drops writes until its real destination is attached. */
-class LateSink extends Writable {
-  private target: Writable | undefined;
-
-  attach(target: Writable): void {
-    this.target = target;
-  }
-
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    if (!this.target) return cb();
-    this.target.write(chunk, cb);
-  }
 }

@@ -10,7 +10,7 @@
  */
 import * as os from "node:os";
 import pino from "pino";
-import { Writable } from "node:stream";
+import { hostAddresses, LateSink } from "./shared.js";
 import { EventBus } from "../state/events.js";
 import { InMemoryState } from "../state/inmem.js";
 import { Node } from "../lifecycle/node.js";
@@ -47,12 +47,6 @@ export interface Pid1Node {
   stop(): Promise<void>;
 }
 
-function addresses(): string[] {
-  return Object.values(os.networkInterfaces())
-    .flat()
-    .filter((a): a is os.NetworkInterfaceInfo => !!a && !a.internal)
-    .map((a) => a.address.replace(/%.*$/, ""));
-}
 
 export async function runPid1Node(o: Pid1NodeOptions): Promise<Pid1Node> {
   const stateDir = o.stateDir ?? STATE_DIR;
@@ -66,9 +60,9 @@ export async function runPid1Node(o: Pid1NodeOptions): Promise<Pid1Node> {
   const hostname = () => os.hostname();
   const unavailable = servicesUnavailableReason();
   if (unavailable) log.warn(`system services (containerd, etcd) disabled: ${unavailable}`);
-  const services = new NodeServices({ node, stateDir, enabled: !unavailable, hostname, addresses: () => ["127.0.0.1", ...addresses()] });
+  const services = new NodeServices({ node, stateDir, enabled: !unavailable, hostname, addresses: () => ["127.0.0.1", ...hostAddresses()] });
   sink.attach(services.logSink());
-  const localNames = () => [...addresses(), "127.0.0.1", "::1", "localhost", hostname()];
+  const localNames = () => [...hostAddresses(), "127.0.0.1", "::1", "localhost", hostname()];
   const runtime = startControllers({
     state,
     log,
@@ -139,7 +133,7 @@ export async function runPid1Node(o: Pid1NodeOptions): Promise<Pid1Node> {
   const deps = { node, state, types, log, platform: { name: "metal", mode: "metal" }, localNames, services, runtime, install };
   const api = new ApiServer(deps);
   api.register(buildServices(deps));
-  const identity = new IdentityManager({ addresses, hostname }, log, (mode) => api.setMode(mode), (id) => api.rotate(id));
+  const identity = new IdentityManager({ addresses: hostAddresses, hostname }, log, (mode) => api.setMode(mode), (id) => api.rotate(id));
   await node.boot();
   const initial = await identity.modeFor(node.activeConfig);
   const addr = await api.listen(o.listen.host, o.listen.port, initial);
@@ -151,18 +145,4 @@ export async function runPid1Node(o: Pid1NodeOptions): Promise<Pid1Node> {
   });
   log.info({ address: `${addr.address}:${addr.port}`, mode: initial.kind, stateDir }, "machined API listening");
   return { node, api, services, install, port: addr.port, stop };
-}
-
-/** A stream that drops writes until its real destination is attached. */
-class LateSink extends Writable {
-  private target: Writable | undefined;
-
-  attach(target: Writable): void {
-    this.target = target;
-  }
-
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    if (!this.target) return cb();
-    this.target.write(chunk, cb);
-  }
 }
