@@ -123,8 +123,10 @@ describe("network controllers managing a network namespace", () => {
     await eventually(() => Object.values(st() ?? { x: false }).every(Boolean), 10_000, `network ready (${JSON.stringify(st())})`);
     // In a netns the hostname is reported from the spec, never set on the (shared) host.
     expect(spec(s, T.HostnameStatusType.type, "hostname")).toEqual({ hostname: "netns-node", domainname: "example.test" });
-    expect(await readFile(path.join(dir, "etc", "resolv.conf"), "utf8")).toBe("nameserver 10.250.0.1\n\nsearch example.test\n");
-    expect(await readFile(path.join(dir, "etc", "hosts"), "utf8")).toMatch(/^10\.250\.0\.2 +netns-node\.example\.test netns-node$/m);
+    // The files are rewritten as the address and resolver statuses settle: wait for the final content.
+    const etc = (f: string) => readFile(path.join(dir, "etc", f), "utf8");
+    await eventuallyAsync(async () => (await etc("resolv.conf")) === "nameserver 10.250.0.1\n\nsearch example.test\n", 10_000, "resolv.conf");
+    await eventuallyAsync(async () => /^10\.250\.0\.2 +netns-node\.example\.test netns-node$/m.test(await etc("hosts")), 10_000, "hosts");
   }, 40_000);
 
   it("obtains a DHCP lease with udhcpc and applies it", async (ctx) => {
