@@ -37,6 +37,7 @@ step fetch.sh
 [ -n "${SKIP_SYSROOT:-}" ] && [ -d "$SYSROOT/opt/node" ] || step sysroot.sh
 s=$(date +%s%3N); nice node "$TOP/image/mkroot.mjs"; log "step mkroot.mjs done in $(( $(date +%s%3N) - s ))ms"
 step mkinitramfs.sh
+step mkgrub.sh
 nice node "$TOP/image/mkmanifest.mjs"
 step mkdisk.sh
 step mkinstaller.sh

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Step 6: the installer image, build/<arch>/installer-<arch>.oci.tar (OCI image layout, one layer).
-# The layer holds /usr/install/<arch>/{vmlinuz,initramfs.zst,systemd-boot<arch>.efi,manifest.json}. The agent's
+# The layer holds /usr/install/<arch>/{vmlinuz,initramfs.zst,systemd-boot<arch>.efi,manifest.json}, and on amd64
+# grub-boot.img + grub-core.img for BIOS firmware. The agent's
 # upgrade path pulls it from a registry, checks manifest.json (sizes, sha256) and writes the files into the
 # inactive slot. There is no installer program in it: the running agent is the installer.
 . "$(dirname "$0")/env.sh"
@@ -10,6 +11,7 @@ payload=$WORK/installer/$ARCH
 rm -rf "$oci" "$WORK/installer"; mkdir -p "$payload"
 cp "$OUT/vmlinuz" "$OUT/initramfs.zst" "$OUT/manifest.json" "$payload/"
 cp "$SYSROOT/usr/lib/systemd/boot/efi/systemd-boot$EFI_ARCH.efi" "$payload/"
+[ "$ARCH" != amd64 ] || cp "$OUT/grub-boot.img" "$OUT/grub-core.img" "$payload/"
 find "$WORK/installer" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 created=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 

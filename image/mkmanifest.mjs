@@ -36,7 +36,15 @@ const manifest = {
     ],
   }),
   rootfs: { ...file("rootfs.sqsh"), format: "squashfs", compression: "zstd", location: "/rootfs.sqsh in initramfs.zst" },
-  bootloader: { kind: "systemd-boot", version: debVersion("systemd-boot-efi"), path: `systemd-boot${ARCH === "amd64" ? "x64" : "aa64"}.efi` },
+  bootloader: {
+    kind: "systemd-boot",
+    version: debVersion("systemd-boot-efi"),
+    path: `systemd-boot${ARCH === "amd64" ? "x64" : "aa64"}.efi`,
+    // BIOS firmware boots GRUB (amd64 only): boot.img for the MBR, core.img for the BIOS boot partition
+    ...(ARCH === "amd64"
+      ? { bios: { kind: "grub", version: fs.readFileSync(path.join(WORK, "grub-version"), "utf8").trim(), boot: file("grub-boot.img"), core: file("grub-core.img") } }
+      : {}),
+  },
   components: {
     kernel: debVersion(`linux-image-${kernelRelease}`),
     node: process.env.NODE_VERSION,

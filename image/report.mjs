@@ -17,6 +17,7 @@ const rows = [
   ["  stage (in initramfs)", stageZst, du(STAGE), "node + agent + early modules (cpio zstd)"],
   ["initramfs.zst", fs.statSync(path.join(OUT, "initramfs.zst")).size, fs.statSync(path.join(OUT, "rootfs.sqsh")).size + du(STAGE), "cpio(rootfs.sqsh) ++ stage; unpacked = tmpfs at boot"],
   ["disk.raw", allocated(path.join(OUT, "disk.raw")), fs.statSync(path.join(OUT, "disk.raw")).size, "allocated / apparent (sparse GPT + ESP)"],
+  ...(ARCH === "amd64" ? [["grub-core.img", fs.statSync(path.join(OUT, "grub-core.img")).size, null, "GRUB for BIOS firmware (modules embedded)"]] : []),
   [`installer-${ARCH}.oci.tar`, fs.statSync(path.join(OUT, `installer-${ARCH}.oci.tar`)).size, null, "OCI layout, 1 layer"],
 ];
 const lines = [

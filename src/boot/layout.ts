@@ -3,12 +3,13 @@
  * Works on image files without root (filesystems are created inside partition regions, see mkfs.ts) and on
  * block devices (partition nodes are formatted after the kernel re-reads the table).
  */
-import { stat, truncate as truncatePath, open as openFile, readdir } from "node:fs/promises";
+import { stat, truncate as truncatePath, open as openFile, readdir, readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { basename } from "node:path";
 import { openBlockIO, type BlockIO } from "./blockio.js";
 import { MtoolsEsp } from "./esp-mtools.js";
 import { readGpt, readGptStrict, writeGpt, GptError, type GptPartition, type GptTable } from "./gpt/index.js";
+import { installGrubBios } from "./grub-bios.js";
 import { GRUB_DIR, writeBootVars } from "./grubenv.js";
 import { LABELS, roleForLabel, type LayoutPlan, type PartitionRole } from "./layout-plan.js";
 import { Meta } from "./meta.js";
@@ -103,6 +104,8 @@ export interface WriteLayoutOptions {
   wipe?: boolean;
   /** systemd-boot EFI binary to place on the ESP (e.g. /usr/lib/systemd/boot/efi/systemd-bootx64.efi). */
   systemdBootEfi?: string;
+  /** GRUB's boot.img and core.img for BIOS firmware (amd64 layouts; installed last, see grub-bios.ts). */
+  grubBios?: { boot: string; core: string };
 }
 
 function planToTable(plan: LayoutPlan): GptTable {
@@ -213,6 +216,11 @@ export async function writeLayout(path: string, plan: LayoutPlan, opts: WriteLay
         await writeBootVars(esp, { bootTries: 0 });
       }
       if (opts.systemdBootEfi) await installSystemdBoot(esp, plan.arch, opts.systemdBootEfi);
+    }
+    const biosPart = plan.partitions.find((p) => p.role === "bios");
+    if (biosPart && opts.grubBios) {
+      const files = { boot: await readFile(opts.grubBios.boot), core: await readFile(opts.grubBios.core) };
+      await installGrubBios(io, biosPart, files, plan.sectorSize);
     }
     await io.sync();
 

@@ -77,6 +77,8 @@ export interface VmOptions {
   port?: number;
   /** hard limit for this QEMU process */
   timeoutMs?: number;
+  /** "bios": SeaBIOS (QEMU's default x86 firmware) instead of UEFI, so the disk boots through GRUB (amd64 only) */
+  firmware?: "uefi" | "bios";
   /** direct kernel boot (skips firmware and bootloader) */
   kernel?: { vmlinuz: string; initrd: string; append: string };
   noReboot?: boolean;
@@ -117,6 +119,8 @@ export class Vm {
     }
     if (opts.kernel) {
       args.push("-kernel", opts.kernel.vmlinuz, "-initrd", opts.kernel.initrd, "-append", opts.kernel.append);
+    } else if (opts.firmware === "bios") {
+      if (opts.arch !== "amd64") throw new Error("BIOS firmware exists only for amd64 VMs");
     } else {
       args.push("-drive", `if=pflash,format=raw,readonly=on,file=${fw.code}`, "-drive", `if=pflash,format=raw,file=${opts.varsFile}`);
     }

@@ -70,8 +70,10 @@ export async function installSystem(target: DiskInfo, payload: InstallerPayload,
       "partitionDisk",
       async () => {
         const plan = planLayout(target.size, { arch: o.arch, sectorSize: target.sectorSize });
-        await writeLayout(target.devPath, plan, { wipe: o.spec.wipe, systemdBootEfi: payload.efi });
+        await writeLayout(target.devPath, plan, { wipe: o.spec.wipe, systemdBootEfi: payload.efi, grubBios: payload.bios });
         o.report.say(`partitioned ${target.devPath}: ${plan.partitions.map((p) => `${p.label} ${Math.round(p.size / 2 ** 20)} MiB`).join(", ")}`);
+        const loaders = [payload.efi ? "systemd-boot (UEFI)" : undefined, payload.bios && plan.arch === "amd64" ? "GRUB (BIOS)" : undefined].filter(Boolean);
+        o.report.say(`bootloaders: ${loaders.join(" and ") || "none in the installer image (boot entries only)"}`);
       },
     ],
     [

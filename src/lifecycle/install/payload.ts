@@ -33,8 +33,16 @@ export interface InstallerManifest {
   kernel: FileSpec;
   initramfs: FileSpec;
   rootfs?: Partial<FileSpec> & { location?: string };
-  bootloader?: { kind?: string; version?: string | null; path?: string };
+  bootloader?: { kind?: string; version?: string | null; path?: string; bios?: BiosManifest };
   fail?: FailMarker;
+}
+
+/** GRUB for BIOS firmware (amd64 images): boot.img for the MBR, core.img for the BIOS boot partition. */
+export interface BiosManifest {
+  kind?: string;
+  version?: string;
+  boot: FileSpec;
+  core: FileSpec;
 }
 
 export interface InstallerPayload {
@@ -47,6 +55,8 @@ export interface InstallerPayload {
   initramfs: string;
   /** systemd-boot binary, when the image carries one. */
   efi?: string;
+  /** GRUB's boot.img and core.img, when the image carries them (amd64). */
+  bios?: { boot: string; core: string };
 }
 
 export const MANIFEST_NAME = "manifest.json";
@@ -57,10 +67,15 @@ function checkManifest(m: InstallerManifest, arch: string, where: string): Insta
   if (m.schema !== 1) throw bad(`has schema ${JSON.stringify(m.schema)}; this agent understands schema 1`);
   if (typeof m.version !== "string" || m.version === "") throw bad("has no version");
   if (m.arch !== arch) throw bad(`is for ${JSON.stringify(m.arch)}, this machine is ${arch}`);
+  const validFile = (f: FileSpec | undefined) =>
+    !!f && typeof f.path === "string" && /^[\w.+-]+$/.test(f.path) && Number.isInteger(f.size) && /^[0-9a-f]{64}$/.test(f.sha256 ?? "");
   for (const k of ["kernel", "initramfs"] as const) {
-    const f = m[k];
-    if (!f || typeof f.path !== "string" || !/^[\w.+-]+$/.test(f.path) || !Number.isInteger(f.size) || !/^[0-9a-f]{64}$/.test(f.sha256 ?? "")) {
-      throw bad(`has no valid "${k}" entry (path, size, sha256)`);
+    if (!validFile(m[k])) throw bad(`has no valid "${k}" entry (path, size, sha256)`);
+  }
+  const bios = m.bootloader?.bios;
+  if (bios !== undefined) {
+    for (const k of ["boot", "core"] as const) {
+      if (!validFile(bios[k])) throw bad(`has no valid "bootloader.bios.${k}" entry (path, size, sha256)`);
     }
   }
   if (m.fail !== undefined && !FAIL_MARKERS.includes(m.fail)) throw bad(`has an unknown fail marker ${JSON.stringify(m.fail)}`);
@@ -76,6 +91,7 @@ async function sha256File(path: string): Promise<string> {
 /** Every file the manifest lists must be present with its size and sha256 (the "verify" step). */
 export async function verifyInstaller(dir: string, m: InstallerManifest): Promise<void> {
   const files: FileSpec[] = [m.kernel, m.initramfs];
+  if (m.bootloader?.bios) files.push(m.bootloader.bios.boot, m.bootloader.bios.core);
   if (m.rootfs?.path && m.rootfs.size !== undefined && m.rootfs.sha256 && !m.rootfs.location) files.push(m.rootfs as FileSpec);
   for (const f of files) {
     const p = join(dir, f.path);
@@ -100,7 +116,8 @@ export async function readInstaller(dir: string, arch: string, image: string): P
   const efiName = m.bootloader?.path;
   const efi = efiName && /^[\w.+-]+$/.test(efiName) ? join(dir, efiName) : undefined;
   const hasEfi = efi ? await stat(efi).then((s) => s.isFile(), () => false) : false;
-  return { manifest: m, dir, image, kernel: join(dir, m.kernel.path), initramfs: join(dir, m.initramfs.path), efi: hasEfi ? efi : undefined };
+  const bios = m.bootloader?.bios ? { boot: join(dir, m.bootloader.bios.boot.path), core: join(dir, m.bootloader.bios.core.path) } : undefined;
+  return { manifest: m, dir, image, kernel: join(dir, m.kernel.path), initramfs: join(dir, m.initramfs.path), efi: hasEfi ? efi : undefined, bios };
 }
 
 /** Unpacks /usr/install/<arch>/ from every layer (later layers win) into `dir`, checking each layer's digest. */
