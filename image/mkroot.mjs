@@ -47,10 +47,10 @@ const PROGRAMS = [
   "sbin/mkfs.vfat", // the name the agent calls (src/boot/mkfs.ts)
   "sbin/fsck.fat",
 ];
-// Install tools (src/boot: GPT re-read, STATE ext4, ESP files through mtools, blkid probe). Their packages
-// (e2fsprogs, util-linux, mtools) are not in the download cache of every build host, so when they are missing
-// from the sysroot and the target is the host's own architecture (Debian 12 as well), they are taken from the
-// host's root, with their libraries. [image path, sysroot/host path]
+// Install tools (src/boot: GPT re-read, STATE ext4, ESP files through mtools, blkid probe), from the
+// e2fsprogs, util-linux and mtools packages in image/debs.txt. Should a mirror lack one of them, a build for the
+// host's own architecture (Debian 12 as well) falls back to the host's copy, with its libraries.
+// [image path, sysroot/host path]
 const INSTALL_TOOLS = [
   ["usr/sbin/mkfs.ext4", "sbin/mke2fs"],
   ["usr/sbin/blockdev", "sbin/blockdev"],

@@ -30,9 +30,15 @@ export class ContainerdContent implements BlobSource {
     return row ? { mediaType: row[1], digest: row[2] } : undefined;
   }
 
-  async pull(ref: RegistryRef, opts: { plainHttp: boolean; arch: string; signal?: AbortSignal }): Promise<{ digest: string; mediaType: string }> {
+  async pull(
+    ref: RegistryRef,
+    opts: { plainHttp: boolean; arch: string; signal?: AbortSignal; hostsDir?: string; user?: { username: string; password: string } },
+  ): Promise<{ digest: string; mediaType: string }> {
     const args = ["images", "pull", "--platform", `linux/${opts.arch}`];
     if (opts.plainHttp) args.push("--plain-http");
+    // mirrors and TLS settings: <hostsDir>/<registry>/hosts.toml (registry-hosts.ts)
+    if (opts.hostsDir) args.push("--hosts-dir", opts.hostsDir);
+    if (opts.user) args.push("--user", `${opts.user.username}:${opts.user.password}`);
     await this.ctr.exec([...args, ref.full], this.namespace, { timeoutMs: PULL_TIMEOUT_MS, signal: opts.signal });
     const got = await this.imageDigest(ref.full);
     if (!got) throw new Error(`${this.where}: ${ref.full} is not listed after the pull`);

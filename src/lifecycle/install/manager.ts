@@ -11,6 +11,7 @@ import { readLayout } from "../../boot/layout.js";
 import { rollback as rollbackSlots, readSlotState, DEFAULT_TRIES, type UpgradeRecord } from "../../boot/slots.js";
 import { discoverDisks, type DiskInfo } from "../../host/disks.js";
 import type { MachineConfig } from "../../machinery/config/index.js";
+import { registriesOf } from "../../machinery/config/registries.js";
 import { ApiError, Code, alreadyExists, failedPrecondition, invalidArgument } from "../../machinery/errors.js";
 import { machinedVersion } from "../../machinery/version.js";
 import type { Ctr } from "../../supervisor/index.js";
@@ -134,18 +135,19 @@ export class InstallManager {
   // ---------------------------------------------------------------- images
 
   pull(ref: string, namespace: string, onProgress?: (p: PullProgress) => void, signal?: AbortSignal): Promise<PulledImage> {
-    return this.puller.pull({ ref, namespace, onProgress, signal });
+    return this.puller.pull({ ref, namespace, onProgress, signal, registries: registriesOf(this.node.activeConfig) });
   }
 
   /** pull → unpack → verify, reported as tasks. */
-  private async fetchInstaller(ref: string, namespace: string, rep: Reporter, dirName: string): Promise<InstallerPayload> {
+  /** `cfg`: the config whose registry settings apply (the one being applied on a first install; else the active one). */
+  private async fetchInstaller(ref: string, namespace: string, rep: Reporter, dirName: string, cfg = this.node.activeConfig): Promise<InstallerPayload> {
     let pulled: PulledImage | undefined;
     let payload: InstallerPayload | undefined;
     await rep.phase("pull", [
       [
         "pullInstallerImage",
         async () => {
-          pulled = await this.puller.pull({ ref, namespace });
+          pulled = await this.puller.pull({ ref, namespace, registries: registriesOf(cfg) });
           rep.say(`pulled ${pulled.name} (via ${pulled.via})`);
         },
       ],
@@ -206,7 +208,7 @@ export class InstallManager {
       const rep = reporter(seq, this.say);
       const payload = this.node.local
         ? await writeLocalPayload(join(this.o.stateDir, "installer", "local"), machinedVersion, this.arch)
-        : await this.fetchInstaller(spec.image ?? "", "system", rep, "current");
+        : await this.fetchInstaller(spec.image ?? "", "system", rep, "current", cfg);
       await this.installOnto(target, payload, spec, rep);
       seq.stop();
     } catch (err) {

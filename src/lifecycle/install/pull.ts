@@ -14,7 +14,9 @@ import type { Ctr } from "../../supervisor/index.js";
 import { ContainerdContent } from "./containerd.js";
 import { isLoopbackHost, parseImageRef, pinnedName, type ImageRef, type RegistryRef } from "./image-ref.js";
 import { OciLayout, selectManifest, sha256Digest, type BlobSource, type Descriptor, type ImageManifest } from "./oci.js";
+import { basicCredentials, type Registries } from "../../machinery/config/registries.js";
 import { RegistryClient } from "./registry.js";
+import { credentialsFor, EMPTY_REGISTRIES, endpointsFor, writeHostsDir } from "./registry-hosts.js";
 import { extractTar } from "./tar-read.js";
 
 export type PullStatus = "downloading" | "download-complete" | "already-exists";
@@ -54,6 +56,8 @@ export interface PullRequest {
   ref: string;
   /** containerd namespace (system or k8s.io); only used on the containerd path. */
   namespace?: string;
+  /** Mirrors, credentials and TLS settings from the machine config (machine.registries and the Registry* documents). */
+  registries?: Registries;
   onProgress?: (p: PullProgress) => void;
   signal?: AbortSignal;
 }
@@ -89,7 +93,10 @@ export class ImagePuller {
     if (ctr) {
       const content = new ContainerdContent(ctr, req.namespace ?? "system");
       const before = await content.imageDigest(ref.full).catch(() => undefined);
-      const { digest } = await content.pull(ref, { plainHttp: this.plainHttp(ref.registry), arch: this.o.arch, signal: req.signal });
+      const registries = req.registries ?? EMPTY_REGISTRIES;
+      const hostsDir = await writeHostsDir(join(this.o.cacheDir, "registries", "hosts"), registries);
+      const user = basicCredentials(credentialsFor(endpointsFor(ref, registries, this.plainHttp)));
+      const { digest } = await content.pull(ref, { plainHttp: this.plainHttp(ref.registry), arch: this.o.arch, signal: req.signal, hostsDir, user });
       const { manifest } = await selectManifest(content, await content.blob(digest), this.o.arch);
       // ctr's own progress output is made for terminals; report per layer once the pull is done
       for (const l of manifest.layers) report(l, before?.digest === digest ? "already-exists" : "download-complete");
@@ -101,7 +108,8 @@ export class ImagePuller {
   private async pullHttp(ref: RegistryRef, req: PullRequest, report: (d: Descriptor, s: PullStatus, offset?: number) => void): Promise<PulledImage> {
     const cache = new OciLayout(join(this.o.cacheDir, "images"));
     await cache.init();
-    const client = new RegistryClient(ref, { plainHttp: this.plainHttp, fetch: this.o.fetch, signal: req.signal });
+    const endpoints = endpointsFor(ref, req.registries ?? EMPTY_REGISTRIES, this.plainHttp);
+    const client = new RegistryClient(ref, { endpoints, fetch: this.o.fetch, signal: req.signal });
     const top = await client.manifest(ref.digest ?? ref.tag ?? "latest");
     await cache.putBlob(top.digest, top.data);
     // index → per-arch manifest: fetched through a source that fills the cache as it goes

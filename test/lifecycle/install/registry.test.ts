@@ -22,7 +22,9 @@ import { missingTools } from "../../boot/helpers.js";
 import { TestClient, insecureTls, mtls } from "../../helpers/client.js";
 import { apply, eventually, talosconfigCreds } from "../../api/harness.js";
 import { ARCH } from "./fixtures.js";
-import { pushInstaller, startContainerd, startRegistry, type Daemon } from "./daemons.js";
+import { freePort, pushInstaller, startContainerd, startRegistry, type Daemon } from "./daemons.js";
+import { authProxy } from "./auth-proxy.js";
+import type { Registries } from "../../../src/machinery/config/registries.js";
 import { startInstallRig, type InstallRig } from "./node.js";
 
 const missing = await missingTools("installer images from a registry", ["docker-registry", "umoci", "skopeo", "containerd", "ctr", "mkfs.vfat", "mcopy", "mkfs.xfs"]);
@@ -77,6 +79,57 @@ describe.skipIf(missing.length > 0)("installer images from a registry", () => {
     const p = await unpackInstaller(img, ARCH, join(dir, "unpacked-http"));
     await verifyInstaller(p.dir, p.manifest);
     await expect(puller.pull({ ref: `${registry.host}/machined/installer:nope` })).rejects.toMatchObject({ status: 404 });
+  });
+
+  describe("mirrors and credentials from the machine config", () => {
+    // an image name on a registry that does not exist: only the mirror can serve it
+    const viaMirror = () => refV2.replace(registry.host, "mirror.invalid");
+    const mirrorTo = (url: string, extra: Partial<Registries> = {}): Registries => ({
+      mirrors: { "mirror.invalid": { endpoints: [{ url, overridePath: false }], skipFallback: true } },
+      auth: {},
+      tls: {},
+      ...extra,
+    });
+
+    it("pulls through the mirror over HTTP, and through containerd (hosts.toml in --hosts-dir)", async () => {
+      const http = new ImagePuller({ cacheDir: join(dir, "cache-mirror-http"), arch: ARCH });
+      const a = await http.pull({ ref: viaMirror(), registries: mirrorTo(`http://${registry.host}`) });
+      expect(a.via).toBe("registry");
+      expect(a.name).toMatch(/^mirror\.invalid\/machined\/installer@sha256:/);
+      const ctrd = new ImagePuller({ cacheDir: join(dir, "cache-mirror-ctrd"), arch: ARCH, ctr: () => containerd.ctr });
+      const b = await ctrd.pull({ ref: viaMirror(), namespace: "system", registries: mirrorTo(`http://${registry.host}`) });
+      expect(b.via).toBe("containerd");
+      expect(b.digest).toBe(a.digest);
+      expect(await containerd.ctr.exec(["images", "ls", "-q"], "system")).toContain(viaMirror());
+    });
+
+    it("names every endpoint it tried when none answers", async () => {
+      const dead = `http://127.0.0.1:${await freePort()}`;
+      const puller = new ImagePuller({ cacheDir: join(dir, "cache-mirror-dead"), arch: ARCH });
+      const r = { ...mirrorTo(dead) };
+      r.mirrors["mirror.invalid"] = { endpoints: [{ url: dead, overridePath: false }, { url: `http://${registry.host}/nothing-here`, overridePath: true }], skipFallback: true };
+      await expect(puller.pull({ ref: viaMirror(), registries: r })).rejects.toThrow(
+        new RegExp(`registry mirror\\.invalid \\(machined/installer\\): cannot reach ${dead}/v2/machined/installer: .*; GET http://${registry.host}/nothing-here/machined/installer/manifests/v2: not found`),
+      );
+    });
+
+    it("sends configured credentials to a registry that asks for Basic auth or for a bearer token", async () => {
+      for (const scheme of ["basic", "bearer"] as const) {
+        const proxy = await authProxy(registry.host, scheme, "bob", "s3cret");
+        try {
+          const puller = new ImagePuller({ cacheDir: join(dir, `cache-auth-${scheme}`), arch: ARCH });
+          const ref = refV2.replace(registry.host, proxy.host);
+          await expect(puller.pull({ ref })).rejects.toThrow(scheme === "basic" ? /requires credentials and machine\.registries has none/ : /token request .* failed with HTTP 401/);
+          const wrong = { mirrors: {}, tls: {}, auth: { [proxy.host]: { username: "bob", password: "nope" } } };
+          await expect(puller.pull({ ref, registries: wrong })).rejects.toThrow(/401|unauthorized/);
+          const img = await puller.pull({ ref, registries: { mirrors: {}, tls: {}, auth: { [proxy.host]: { auth: Buffer.from("bob:s3cret").toString("base64") } } } });
+          expect(img.via).toBe("registry");
+          expect(proxy.authorized).toBeGreaterThan(0);
+        } finally {
+          await proxy.close();
+        }
+      }
+    });
   });
 
   describe("upgrade over the API through containerd", () => {
