@@ -2,7 +2,9 @@
 # `make qemu ARCH=...`: boot build/<arch> under QEMU with TCG (no KVM: see docs/image.md), UEFI firmware, the API
 # forwarded to 127.0.0.1:$QEMU_PORT, an empty 8 GiB install disk, and the serial console on stdio (Ctrl-A X quits).
 #   BOOT=disk (default)  OVMF/AAVMF -> systemd-boot -> slot A of a copy of disk.raw (second disk, /dev/vdb;
-#                        the empty install disk is /dev/vda as in Talos' QEMU defaults)
+#                        the install disk is /dev/vda as in Talos' QEMU defaults and comes first in the boot
+#                        order: while it is empty (or after a reset wiped it) the firmware falls through to the
+#                        medium, once installed it boots the installed system, so reboots and upgrades just work)
 #   BOOT=kernel          -kernel/-initrd directly (skips firmware and bootloader, ~5 s faster under TCG)
 #   QEMU_MEM=1024 QEMU_SMP=2 QEMU_PORT=50000 QEMU_APPEND="..." (BOOT=kernel only) QEMU_TIMEOUT=seconds
 #   QEMU_FRESH=1         start from a new copy of disk.raw, empty install disk and firmware variables
@@ -26,19 +28,20 @@ case "$ARCH" in
     set -- qemu-system-x86_64 -M q35 -cpu max ;;
   arm64)
     CODE=/usr/share/AAVMF/AAVMF_CODE.fd; VARS=/usr/share/AAVMF/AAVMF_VARS.fd
-    set -- qemu-system-aarch64 -M virt -cpu max ;;
+    # cortex-a72 (ARMv8.0): V8 once died in its deoptimizer under TCG with -cpu max (pointer authentication)
+    set -- qemu-system-aarch64 -M virt -cpu cortex-a72 ;;
 esac
 [ -f "$RUN/vars.fd" ] || cp "$VARS" "$RUN/vars.fd"
 set -- "$@" -accel tcg -m "$MEM" -smp "$SMP" -nographic -serial mon:stdio \
   -nic "user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:$PORT-:50000" \
-  -drive "if=none,id=install,format=qcow2,file=$RUN/install.qcow2" -device virtio-blk-pci,drive=install,serial=install \
+  -drive "if=none,id=install,format=qcow2,file=$RUN/install.qcow2" -device virtio-blk-pci,drive=install,serial=install,bootindex=0 \
   -device i6300esb -device virtio-rng-pci
 if [ "$BOOT" = kernel ]; then
   set -- "$@" -kernel "$OUT/vmlinuz" -initrd "$OUT/initramfs.zst" \
     -append "$(cat "$WORK/cmdline") machined.slot=A ${QEMU_APPEND:-}"
 else
   set -- "$@" -drive "if=pflash,format=raw,readonly=on,file=$CODE" -drive "if=pflash,format=raw,file=$RUN/vars.fd" \
-    -drive "if=none,id=boot,format=raw,file=$RUN/boot.raw" -device virtio-blk-pci,drive=boot,serial=boot,bootindex=0
+    -drive "if=none,id=boot,format=raw,file=$RUN/boot.raw" -device virtio-blk-pci,drive=boot,serial=boot,bootindex=1
 fi
 log "$*"
 if [ -n "${QEMU_TIMEOUT:-}" ]; then exec timeout --foreground -k 5 "$QEMU_TIMEOUT" "$@"; fi

@@ -23,7 +23,7 @@ import { createPower } from "./power.js";
 import { inInitramfs, switchRoot } from "./switch-root.js";
 import { armWatchdog } from "./watchdog.js";
 import { applyCmdlineNet, parseCmdlineNet } from "./cmdline-net.js";
-import { mountSystemDisk, STATE_DIR } from "./state-mounts.js";
+import { mountSystemDisk, STATE_DIR, unmountSystemDisk } from "./state-mounts.js";
 import { runPid1Node, type Pid1Node } from "./pid1-node.js";
 import { ensureMounts } from "../host/mounts.js";
 import { ModuleLoader } from "../host/modules.js";
@@ -135,6 +135,8 @@ async function boot(sys: Syscalls, opts: InitOptions, started: (n: Pid1Node) => 
     sys,
     stopServices: async () => {
       await node?.stop();
+      // also after a first install in this boot, when STATE was mounted later (adoptState)
+      unmountSystemDisk({ sys, log: bootLog });
     },
     log: bootLog,
   });

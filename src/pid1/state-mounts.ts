@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { partitionDevicePath, partitionFor, readLayout } from "../boot/layout.js";
 import { discoverDisks } from "../host/disks.js";
 import type { ModuleLoader } from "../host/modules.js";
-import { MS, type Syscalls } from "../host/syscalls.js";
+import { MNT, MS, type Syscalls } from "../host/syscalls.js";
 
 export const STATE_DIR = "/system/state";
 export const VAR_STATE = "/var/lib/machined";
@@ -128,4 +128,33 @@ export async function adoptState(disk: string, o: StateMountOptions): Promise<bo
   o.sys.mount(staging, STATE_DIR, null, MS.MOVE, null);
   o.log?.(`state: STATE ${state} of ${disk} now holds ${STATE_DIR}`);
   return true;
+}
+
+/**
+ * Before reboot/power-off (services already stopped): unmounts STATE and EPHEMERAL so the next boot finds clean
+ * filesystems (no journal replay). A mount still busy is remounted read-only instead (that flushes and marks it
+ * clean as well); failing that it is detached and left to the final sync.
+ */
+export function unmountSystemDisk(o: StateMountOptions, mounted: readonly string[] = [STATE_DIR, "/var"]): void {
+  const log = o.log ?? (() => {});
+  for (const target of mounted) {
+    try {
+      o.sys.umount(target);
+      log(`state: unmounted ${target}`);
+      continue;
+    } catch (err) {
+      if ((err as { code?: string }).code === "EINVAL") continue; // not a mount point (maintenance: tmpfs folder)
+      log(`state: umount ${target}: ${(err as Error).message}; remounting read-only`);
+    }
+    try {
+      o.sys.mount("none", target, null, MS.REMOUNT | MS.RDONLY, null);
+    } catch (err) {
+      log(`state: read-only remount of ${target} failed (${(err as Error).message}); detaching it`);
+      try {
+        o.sys.umount(target, MNT.DETACH);
+      } catch {
+        // nothing more to do: sync still runs
+      }
+    }
+  }
 }

@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { parseCmdlineNet } from "../../src/pid1/cmdline-net.js";
 import { cmdlineWords } from "../../src/pid1/init.js";
 import { attachLoopReadOnly, loopConfig, LO_FLAGS } from "../../src/host/loop.js";
-import { FakeSyscalls } from "../../src/host/syscalls.js";
+import { FakeSyscalls, MNT, MS } from "../../src/host/syscalls.js";
+import { STATE_DIR, unmountSystemDisk } from "../../src/pid1/state-mounts.js";
 
 describe("kernel command line", () => {
   it("parses the static network words", () => {
@@ -56,5 +57,37 @@ describe("loop devices", () => {
     expect(calls[1][0]).toBe(12);
     expect(calls[1][1]).toBe(0x4c0a);
     expect((calls[1][2] as Buffer).readUInt32LE(0)).toBe(11);
+  });
+});
+
+describe("unmountSystemDisk before reboot", () => {
+  it("unmounts STATE and EPHEMERAL", () => {
+    const sys = new FakeSyscalls();
+    unmountSystemDisk({ sys });
+    expect(sys.callsOf("umount")).toEqual([
+      [STATE_DIR, 0],
+      ["/var", 0],
+    ]);
+    expect(sys.callsOf("mount")).toEqual([]);
+  });
+
+  it("remounts a busy filesystem read-only instead, and detaches it when even that fails", () => {
+    const sys = new FakeSyscalls();
+    const log: string[] = [];
+    sys.failWith.set("umount", "EBUSY");
+    unmountSystemDisk({ sys, log: (m) => log.push(m) }, [STATE_DIR]);
+    expect(sys.callsOf("mount")).toEqual([["none", STATE_DIR, null, MS.REMOUNT | MS.RDONLY, null]]);
+    expect(log.join("\n")).toMatch(/umount \/system\/state: umount .*EBUSY; remounting read-only/);
+    sys.failWith.set("mount", "EBUSY");
+    unmountSystemDisk({ sys, log: (m) => log.push(m) }, [STATE_DIR]);
+    expect(sys.calls.filter((c) => c.name === "umount").map((c) => c.args[1])).toEqual([0, 0, MNT.DETACH]);
+    expect(log.at(-1)).toMatch(/read-only remount of \/system\/state failed .*; detaching it/);
+  });
+
+  it("leaves alone what is not a mount point (maintenance mode's tmpfs folder)", () => {
+    const sys = new FakeSyscalls();
+    sys.failWith.set("umount", "EINVAL");
+    unmountSystemDisk({ sys }, [STATE_DIR]);
+    expect(sys.calls.map((c) => c.name)).toEqual(["umount"]);
   });
 });
