@@ -1,9 +1,15 @@
 /**
  * machine.ImageService/Pull: pulls into containerd (or our registry cache when containerd is not running) and
- * streams per-layer progress, then the pinned `name` (repository@digest), as Talos does.
+ * streams per-layer progress, then the pinned `name` (repository@digest), as Talos does. List and Remove work
+ * on containerd's image store in the requested namespace (lifecycle/install/images.ts).
  */
 import { ContainerDriver, ContainerdNamespace, type ContainerdInstance } from "../../machinery/api/gen/common/common_pb.js";
-import { ImageServicePullLayerProgress_Status as PullStatus, type ImageServicePullRequest } from "../../machinery/api/gen/machine/image_pb.js";
+import {
+  ImageServicePullLayerProgress_Status as PullStatus,
+  type ImageServiceListRequest,
+  type ImageServicePullRequest,
+  type ImageServiceRemoveRequest,
+} from "../../machinery/api/gen/machine/image_pb.js";
 import { ApiError, Code, invalidArgument, unimplemented } from "../../machinery/errors.js";
 import type { InstallManager } from "../../lifecycle/install/manager.js";
 import type { PullProgress } from "../../lifecycle/install/pull.js";
@@ -34,6 +40,25 @@ const STATUS: Record<PullProgress["status"], PullStatus> = {
 
 export function imageHandlers(deps: ApiDeps): Handlers {
   return {
+    List: async (req: ImageServiceListRequest, send) => {
+      const ns = containerdNamespace(req.containerd);
+      for (const img of await installManager(deps).listImages(ns)) {
+        const ms = img.createdAt?.getTime();
+        await send({
+          name: img.name,
+          digest: img.digest,
+          size: BigInt(img.size),
+          labels: img.labels,
+          createdAt: ms === undefined ? undefined : { seconds: BigInt(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1e6 },
+        });
+      }
+    },
+    Remove: async (req: ImageServiceRemoveRequest) => {
+      const ns = containerdNamespace(req.containerd);
+      if (!req.imageRef) throw invalidArgument("image reference is required");
+      await installManager(deps).removeImage(ns, req.imageRef);
+      return {};
+    },
     Pull: async (req: ImageServicePullRequest, send, ctx: CallContext) => {
       const ns = containerdNamespace(req.containerd);
       const mgr = installManager(deps);

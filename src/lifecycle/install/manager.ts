@@ -12,7 +12,8 @@ import { rollback as rollbackSlots, readSlotState, DEFAULT_TRIES, type UpgradeRe
 import { discoverDisks, type DiskInfo } from "../../host/disks.js";
 import type { MachineConfig } from "../../machinery/config/index.js";
 import { registriesOf } from "../../machinery/config/registries.js";
-import { ApiError, Code, alreadyExists, failedPrecondition, invalidArgument } from "../../machinery/errors.js";
+import { listImages, removeImage, type ImageInfo } from "./images.js";
+import { ApiError, Code, alreadyExists, failedPrecondition, invalidArgument, notFound } from "../../machinery/errors.js";
 import { machinedVersion } from "../../machinery/version.js";
 import type { Ctr } from "../../supervisor/index.js";
 import type { Node } from "../node.js";
@@ -136,6 +137,21 @@ export class InstallManager {
 
   pull(ref: string, namespace: string, onProgress?: (p: PullProgress) => void, signal?: AbortSignal): Promise<PulledImage> {
     return this.puller.pull({ ref, namespace, onProgress, signal, registries: registriesOf(this.node.activeConfig) });
+  }
+
+  /** containerd's image store, or a FailedPrecondition naming why it is not there. */
+  private containerd(): Ctr {
+    const ctr = this.o.ctr?.();
+    if (!ctr) throw failedPrecondition("containerd is not running on this node, so it has no image store to list or change");
+    return ctr;
+  }
+
+  listImages(namespace: string): Promise<ImageInfo[]> {
+    return listImages(this.containerd(), namespace, this.arch);
+  }
+
+  async removeImage(namespace: string, ref: string): Promise<void> {
+    if (!(await removeImage(this.containerd(), namespace, ref))) throw notFound(`image ${JSON.stringify(ref)} not found in namespace ${namespace}`);
   }
 
   /** pull → unpack → verify, reported as tasks. */

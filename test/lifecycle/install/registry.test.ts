@@ -12,7 +12,15 @@ import { join } from "node:path";
 import { ContainerDriver, ContainerdNamespace } from "../../../src/machinery/api/gen/common/common_pb.js";
 import * as m from "../../../src/machinery/api/gen/machine/machine_pb.js";
 import { MachineService } from "../../../src/machinery/api/gen/machine/machine_pb.js";
-import { ImageService, ImageServicePullRequestSchema, ImageServicePullResponseSchema } from "../../../src/machinery/api/gen/machine/image_pb.js";
+import {
+  ImageService,
+  ImageServiceListRequestSchema,
+  ImageServiceListResponseSchema,
+  ImageServicePullRequestSchema,
+  ImageServicePullResponseSchema,
+  ImageServiceRemoveRequestSchema,
+} from "../../../src/machinery/api/gen/machine/image_pb.js";
+import { EmptySchema } from "@bufbuild/protobuf/wkt";
 import { LifecycleService, LifecycleServiceUpgradeRequestSchema, LifecycleServiceUpgradeResponseSchema } from "../../../src/machinery/api/gen/machine/lifecycle_pb.js";
 import { generateConfigs } from "../../../src/machinery/generate/index.js";
 import { ImagePuller } from "../../../src/lifecycle/install/pull.js";
@@ -147,6 +155,23 @@ describe.skipIf(missing.length > 0)("installer images from a registry", () => {
     afterAll(async () => {
       admin?.close();
       await rig?.stop();
+    });
+
+    it("lists the images in containerd's system namespace and removes one (ImageService List/Remove)", async () => {
+      const containerdInst = { driver: ContainerDriver.CONTAINERD, namespace: ContainerdNamespace.NS_SYSTEM };
+      await admin.stream(ImageService, "Pull", ImageServicePullRequestSchema, ImageServicePullResponseSchema, { containerd: containerdInst, imageRef: refV2 });
+      const list = await admin.stream(ImageService, "List", ImageServiceListRequestSchema, ImageServiceListResponseSchema, { containerd: containerdInst });
+      const v2 = list.find((i) => i.name === refV2);
+      expect(v2?.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+      // manifest + config + layer: a few hundred bytes more than the layer alone
+      expect(Number(v2?.size)).toBeGreaterThan(1000);
+      expect(v2?.createdAt?.seconds).toBeGreaterThan(0n);
+      await admin.unary(ImageService, "Remove", ImageServiceRemoveRequestSchema, EmptySchema, { containerd: containerdInst, imageRef: refV2 });
+      const after = await admin.stream(ImageService, "List", ImageServiceListRequestSchema, ImageServiceListResponseSchema, { containerd: containerdInst });
+      expect(after.map((i) => i.name)).not.toContain(refV2);
+      await expect(
+        admin.unary(ImageService, "Remove", ImageServiceRemoveRequestSchema, EmptySchema, { containerd: containerdInst, imageRef: refV2 }),
+      ).rejects.toMatchObject({ code: 5, details: expect.stringMatching(/not found in namespace system/) });
     });
 
     it("pulls, writes slot B, reboots into it and blesses it", async () => {
