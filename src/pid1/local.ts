@@ -5,14 +5,12 @@
 import * as os from "node:os";
 import * as path from "node:path";
 import pino from "pino";
-import { hostAddresses, LateSink } from "./shared.js";
+import { hostAddresses, LateSink, serveApi, serviceHooks } from "./shared.js";
 import { EventBus } from "../state/events.js";
 import { InMemoryState } from "../state/inmem.js";
 import { Node } from "../lifecycle/node.js";
 import { NodeServices, servicesUnavailableReason, type NodeServicesOptions } from "../lifecycle/services.js";
-import { ApiServer } from "../api/server.js";
-import { buildServices } from "../api/services.js";
-import { IdentityManager, WORKER_WAITING_REASON } from "../api/identity.js";
+import type { ApiServer } from "../api/server.js";
 import { buildRegistry, publishDefinitions } from "./registry.js";
 import { startControllers } from "./controllers.js";
 import { InstallManager, type InstallManagerOptions } from "../lifecycle/install/manager.js";
@@ -67,6 +65,7 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
   });
   sink.attach(services.logSink());
   const localNames = () => [...hostAddresses(), "127.0.0.1", "::1", "localhost", hostname(), opts.listen.host];
+  const hooks = serviceHooks(services);
   // Local mode observes the host network and never changes it.
   const runtime = startControllers({
     state,
@@ -76,43 +75,20 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
     network: { manage: false },
     // The kubelet's staticPodPath, kept inside the state folder in local mode.
     manifestsDir: path.join(opts.stateDir, "kubernetes", "manifests"),
-    etcdMemberId: async () => {
-      const etcd = services.etcd;
-      if (!etcd) throw new Error("etcd is not supervised on this node");
-      return (await etcd.status()).memberId;
-    },
+    etcdMemberId: hooks.etcdMemberId,
   });
   // Install/upgrade/reset on disk-image files (src/lifecycle/install); hooks the node before it boots.
   const install = new InstallManager({
     node,
     stateDir: opts.stateDir,
-    ctr: () => (services.supervisor.info("containerd")?.state === "Running" ? services.containerd?.ctr : undefined),
-    leaveEtcd: async () => {
-      if (services.supervisor.info("etcd")?.state === "Running") await services.etcd?.leaveCluster(services.supervisor);
-    },
+    ctr: hooks.ctr,
+    leaveEtcd: hooks.leaveEtcd,
     ...opts.install,
   }).attach();
   const deps = { node, state, types, log, platform: { name: "metal", mode: "metal" }, localNames, services, runtime, install };
-  const api = new ApiServer(deps);
-  api.register(buildServices(deps));
-  const identity = new IdentityManager(
-    { addresses: hostAddresses, hostname },
-    log,
-    (mode) => api.setMode(mode),
-    (id) => api.rotate(id),
-  );
-  await node.boot();
-  const initial = await identity.modeFor(node.activeConfig);
-  const addr = await api.listen(opts.listen.host, opts.listen.port, initial);
-  // A worker without its API certificate says so in MachineStatus (and in the errors of calls it can't serve).
-  const reportIdentity = (kind: string) => node.setCondition("apid", kind === "waiting" ? WORKER_WAITING_REASON : undefined);
-  reportIdentity(initial.kind);
-  node.addListener({
-    onConfigChanged: (cfg) => identity.follow(cfg).then((mode) => reportIdentity(mode.kind)),
-    onReboot: () => api.conns.closeAll(),
-  });
+  const { api, identity, addr, mode } = await serveApi({ deps, hostname, listen: opts.listen });
   log.info(
-    { address: `${addr.address}:${addr.port}`, mode: initial.kind, stateDir: opts.stateDir, startupMs: Math.round(performance.now() - started) },
+    { address: `${addr.address}:${addr.port}`, mode, stateDir: opts.stateDir, startupMs: Math.round(performance.now() - started) },
     "machined API listening",
   );
   const stop = async () => {

@@ -10,14 +10,12 @@
  */
 import * as os from "node:os";
 import pino from "pino";
-import { hostAddresses, LateSink } from "./shared.js";
+import { hostAddresses, LateSink, serveApi, serviceHooks } from "./shared.js";
 import { EventBus } from "../state/events.js";
 import { InMemoryState } from "../state/inmem.js";
 import { Node } from "../lifecycle/node.js";
 import { NodeServices, servicesUnavailableReason } from "../lifecycle/services.js";
-import { ApiServer } from "../api/server.js";
-import { buildServices } from "../api/services.js";
-import { IdentityManager, WORKER_WAITING_REASON } from "../api/identity.js";
+import type { ApiServer } from "../api/server.js";
 import { InstallManager } from "../lifecycle/install/manager.js";
 import type { ModuleLoader } from "../host/modules.js";
 import type { Syscalls } from "../host/syscalls.js";
@@ -63,27 +61,16 @@ export async function runPid1Node(o: Pid1NodeOptions): Promise<Pid1Node> {
   const services = new NodeServices({ node, stateDir, enabled: !unavailable, hostname, addresses: () => ["127.0.0.1", ...hostAddresses()] });
   sink.attach(services.logSink());
   const localNames = () => [...hostAddresses(), "127.0.0.1", "::1", "localhost", hostname()];
+  const hooks = serviceHooks(services);
   const runtime = startControllers({
     state,
     log,
     stateDir,
     setReadiness: (unmet) => node.setControllerReadiness(unmet),
     network: { manage: true, pid1: true },
-    etcdMemberId: async () => {
-      const etcd = services.etcd;
-      if (!etcd) throw new Error("etcd is not supervised on this node");
-      return (await etcd.status()).memberId;
-    },
+    etcdMemberId: hooks.etcdMemberId,
   });
-  const install = new InstallManager({
-    node,
-    stateDir,
-    insecureRegistries: o.insecureRegistries,
-    ctr: () => (services.supervisor.info("containerd")?.state === "Running" ? services.containerd?.ctr : undefined),
-    leaveEtcd: async () => {
-      if (services.supervisor.info("etcd")?.state === "Running") await services.etcd?.leaveCluster(services.supervisor);
-    },
-  }).attach();
+  const install = new InstallManager({ node, stateDir, insecureRegistries: o.insecureRegistries, ctr: hooks.ctr, leaveEtcd: hooks.leaveEtcd }).attach();
 
   // First install: once the disk is written, the config the apply stores next must land on its STATE.
   const installHook = node.installer;
@@ -131,18 +118,7 @@ export async function runPid1Node(o: Pid1NodeOptions): Promise<Pid1Node> {
   };
 
   const deps = { node, state, types, log, platform: { name: "metal", mode: "metal" }, localNames, services, runtime, install };
-  const api = new ApiServer(deps);
-  api.register(buildServices(deps));
-  const identity = new IdentityManager({ addresses: hostAddresses, hostname }, log, (mode) => api.setMode(mode), (id) => api.rotate(id));
-  await node.boot();
-  const initial = await identity.modeFor(node.activeConfig);
-  const addr = await api.listen(o.listen.host, o.listen.port, initial);
-  const reportIdentity = (kind: string) => node.setCondition("apid", kind === "waiting" ? WORKER_WAITING_REASON : undefined);
-  reportIdentity(initial.kind);
-  node.addListener({
-    onConfigChanged: (cfg) => identity.follow(cfg).then((mode) => reportIdentity(mode.kind)),
-    onReboot: () => api.conns.closeAll(),
-  });
-  log.info({ address: `${addr.address}:${addr.port}`, mode: initial.kind, stateDir }, "machined API listening");
+  const { api, identity, addr, mode } = await serveApi({ deps, hostname, listen: o.listen });
+  log.info({ address: `${addr.address}:${addr.port}`, mode, stateDir }, "machined API listening");
   return { node, api, services, install, port: addr.port, stop };
 }
