@@ -16,9 +16,9 @@ import {
   type LinkStatusSpec,
   type ResolverSpecSpec,
 } from "../../machinery/resources/types/network.js";
-import { addressSpec } from "./address_merge.js";
+import { addressSpec } from "./address-merge.js";
 import { canonicalAddr } from "./netaddr.js";
-import { routeSpec } from "./route_merge.js";
+import { routeSpec } from "./route-merge.js";
 import { configInput, networkSection, NETWORK_CONFIG_NS, NETWORK_NS, readConfig, type NetworkEnv } from "./shared.js";
 
 export type LeaseFn = (link: string) => Promise<DhcpLease | undefined>;

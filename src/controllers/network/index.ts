@@ -13,25 +13,25 @@ import {
   observeResolvers,
   observeRoutes,
 } from "../../host/net/index.js";
-import { addressMergeController } from "./address_merge.js";
-import { addressSpecController } from "./address_spec.js";
-import { addressStatusController } from "./address_status.js";
+import { addressMergeController } from "./address-merge.js";
+import { addressSpecController } from "./address-spec.js";
+import { addressStatusController } from "./address-status.js";
 import { dhcp4Controller, type LeaseFn } from "./dhcp4.js";
-import { etcFileController } from "./etc_files.js";
-import { hostnameMergeController } from "./hostname_merge.js";
-import { hostnameSpecController } from "./hostname_spec.js";
-import { linkMergeController } from "./link_merge.js";
-import { linkSpecController } from "./link_spec.js";
-import { linkStatusController } from "./link_status.js";
-import { nodeAddressController } from "./node_address.js";
-import { resolverMergeController } from "./resolver_merge.js";
-import { resolverSpecController } from "./resolver_spec.js";
-import { routeMergeController } from "./route_merge.js";
-import { routeSpecController } from "./route_spec.js";
-import { routeStatusController } from "./route_status.js";
+import { etcFileController } from "./etc-files.js";
+import { hostnameMergeController } from "./hostname-merge.js";
+import { hostnameSpecController } from "./hostname-spec.js";
+import { linkMergeController } from "./link-merge.js";
+import { linkSpecController } from "./link-spec.js";
+import { linkStatusController } from "./link-status.js";
+import { nodeAddressController } from "./node-address.js";
+import { resolverMergeController } from "./resolver-merge.js";
+import { resolverSpecController } from "./resolver-spec.js";
+import { routeMergeController } from "./route-merge.js";
+import { routeSpecController } from "./route-spec.js";
+import { routeStatusController } from "./route-status.js";
 import type { NetworkEnv, Observers } from "./shared.js";
 import { statusController } from "./status.js";
-import { timeServerSpecController } from "./timeserver_spec.js";
+import { timeServerSpecController } from "./timeserver-spec.js";
 
 export interface NetworkControllerOptions {
   /** Named network namespace (`ip netns list`) to observe, and to manage when `manage` is set. */

@@ -17,7 +17,7 @@ import {
   type NodeAddressSpec,
   type RouteStatusSpec,
 } from "../../machinery/resources/types/network.js";
-import { HOSTNAME_ID } from "./hostname_merge.js";
+import { HOSTNAME_ID } from "./hostname-merge.js";
 import { NETWORK_NS, type NetworkEnv } from "./shared.js";
 
 export const STATUS_ID = "status";

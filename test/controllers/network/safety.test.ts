@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { networkControllers, networkTarget } from "../../../src/controllers/network/index.js";
-import { routeSpec } from "../../../src/controllers/network/route_merge.js";
-import { renderHosts, renderResolvConf } from "../../../src/controllers/network/etc_files.js";
-import { splitFQDN } from "../../../src/controllers/network/hostname_merge.js";
+import { routeSpec } from "../../../src/controllers/network/route-merge.js";
+import { renderHosts, renderResolvConf } from "../../../src/controllers/network/etc-files.js";
+import { splitFQDN } from "../../../src/controllers/network/hostname-merge.js";
 import {
   broadcastAddr, comparePrefixV1, comparePrefixV2, formatPrefix, parsePrefix,
 } from "../../../src/controllers/network/netaddr.js";

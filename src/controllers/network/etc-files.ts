@@ -16,8 +16,8 @@ import {
   type NodeAddressSpec,
   type ResolverStatusSpec,
 } from "../../machinery/resources/types/network.js";
-import { HOSTNAME_ID } from "./hostname_merge.js";
-import { RESOLVER_ID } from "./resolver_merge.js";
+import { HOSTNAME_ID } from "./hostname-merge.js";
+import { RESOLVER_ID } from "./resolver-merge.js";
 import { configInput, networkSection, NETWORK_NS, readConfig } from "./shared.js";
 
 export function renderResolvConf(status: ResolverStatusSpec): string {

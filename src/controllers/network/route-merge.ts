@@ -8,7 +8,7 @@ import type { Controller } from "../../state/runtime/index.js";
 import type { NetworkSection } from "../../machinery/config/index.js";
 import { RouteSpecType, type ConfigLayerName, type RouteSpecSpec } from "../../machinery/resources/types/network.js";
 import { routeId } from "../../host/net/routes.js";
-import { vlanLinkName } from "./address_merge.js";
+import { vlanLinkName } from "./address-merge.js";
 import { mergeByLayer } from "./layers.js";
 import { formatAddr, formatPrefix, isLoopback, isMulticast, isUnspecified, parseAddr, parsePrefix } from "./netaddr.js";
 import { configInput, networkSection, NETWORK_CONFIG_NS, NETWORK_NS, readConfig } from "./shared.js";

@@ -6,7 +6,7 @@
 import type { Controller } from "../../state/runtime/index.js";
 import type { NetworkSection } from "../../machinery/config/index.js";
 import { LinkSpecType, type LinkSpecSpec } from "../../machinery/resources/types/network.js";
-import { vlanLinkName } from "./address_merge.js";
+import { vlanLinkName } from "./address-merge.js";
 import { mergeByLayer } from "./layers.js";
 import { configInput, networkSection, NETWORK_NS, readConfig } from "./shared.js";
 

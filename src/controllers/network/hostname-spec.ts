@@ -16,7 +16,7 @@ import {
   type HostnameSpecSpec,
   type HostnameStatusSpec,
 } from "../../machinery/resources/types/network.js";
-import { HOSTNAME_ID } from "./hostname_merge.js";
+import { HOSTNAME_ID } from "./hostname-merge.js";
 import { NETWORK_NS, type NetworkEnv } from "./shared.js";
 
 export function hostnameSpecController(env: NetworkEnv): Controller {

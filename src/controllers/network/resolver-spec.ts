@@ -5,7 +5,7 @@
  */
 import type { Controller } from "../../state/runtime/index.js";
 import { ResolverSpecType, ResolverStatusType, type ResolverSpecSpec, type ResolverStatusSpec } from "../../machinery/resources/types/network.js";
-import { RESOLVER_ID } from "./resolver_merge.js";
+import { RESOLVER_ID } from "./resolver-merge.js";
 import { NETWORK_NS, type NetworkEnv } from "./shared.js";
 
 export function resolverSpecController(env: NetworkEnv): Controller {

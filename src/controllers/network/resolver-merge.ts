@@ -11,7 +11,7 @@ import {
   type NameServer,
   type ResolverSpecSpec,
 } from "../../machinery/resources/types/network.js";
-import { HOSTNAME_ID } from "./hostname_merge.js";
+import { HOSTNAME_ID } from "./hostname-merge.js";
 import { layerRank } from "./layers.js";
 import { canonicalAddr, parseAddr } from "./netaddr.js";
 import { configInput, networkSection, NETWORK_CONFIG_NS, NETWORK_NS, readConfig } from "./shared.js";
