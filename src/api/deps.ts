@@ -1,7 +1,7 @@
 /** What the API edge needs from the layers below. Built by pid1/cli wiring; handlers take only this. */
 import type { Logger } from "pino";
 import type { Node } from "../lifecycle/node.js";
-import type { NodeServices } from "../lifecycle/services.js";
+import type { SystemServices } from "../lifecycle/services.js";
 import type { InstallManager } from "../lifecycle/install/manager.js";
 import type { State } from "../state/types.js";
 import type { ControllerRuntime } from "../state/runtime/index.js";
@@ -18,7 +18,7 @@ export interface ApiDeps {
   /** Names and addresses that refer to this node (for `node`/`nodes` routing). */
   localNames(): string[];
   /** The supervisor and service logs; absent where nothing is supervised (ServiceList is then empty). */
-  services?: NodeServices;
+  services?: SystemServices;
   /** Install/upgrade/rollback/reset/META on the system disk (src/lifecycle/install); absent → Unimplemented. */
   install?: InstallManager;
 }

@@ -126,6 +126,16 @@ export class Cgroups implements CgroupManager {
    * services (e.g. SIGKILL of a local-mode agent): they would hold ports and data folders. Returns the
    * pids signalled. Only ever touches cgroups under our own prefix.
    */
+  /** Remove this manager's own folder when the process ends; never created, or still busy, is fine. */
+  removeOwnRoot(): void {
+    if (!this.root) return;
+    try {
+      rmdirSync(join(this.root, this.prefix));
+    } catch {
+      // the next start reuses it
+    }
+  }
+
   reapLeftovers(): number[] {
     if (!this.root) return [];
     const parent = join(this.root, this.prefix);

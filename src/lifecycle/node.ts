@@ -2,12 +2,17 @@
  * The node: which mode it is in (maintenance or configured), its active config, its stage, and the
  * sequences that change them (apply, reboot, shutdown). In local mode reboots are simulated: the event
  * log restarts, the boot id changes and the boot sequence runs again, so talosctl's trackers complete.
+ *
+ * The active config is published as the MachineConfig resource (parsed once, here); everything the config
+ * decides (network, certificates, services) follows that resource through controllers. The node itself only
+ * stores the config and runs sequences, with the pieces it needs (services, install, power) given once, to its
+ * constructor.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { loadConfig, type MachineConfig } from "../machinery/config/index.js";
 import { newResource } from "../machinery/resources/resource.js";
-import { CONFIG_NS, MachineConfigType, MachineTypeType, YAML_SPEC_ANNOTATION } from "../machinery/resources/types/config.js";
+import { machineConfigPtr, machineTypePtr, YAML_SPEC_ANNOTATION } from "../machinery/resources/types/config.js";
 import { RUNTIME_NS, VersionType, type UnmetCondition } from "../machinery/resources/types/runtime.js";
 import { API_TAG, OS_NAME } from "../machinery/version.js";
 import { failedPrecondition } from "../machinery/errors.js";
@@ -18,6 +23,26 @@ import { ConfigStore } from "./config-store.js";
 import { MachineStatusTracker } from "./machine-status.js";
 import { SequenceReporter } from "./sequence.js";
 
+/** The system services as the node's sequences see them (lifecycle/services.ts). */
+export interface NodeServicesHooks {
+  stopAll(): Promise<void>;
+  onReadiness(cb: (reason: string | undefined) => void): void;
+}
+
+/** Install and boot-slot bookkeeping (lifecycle/install). */
+export interface NodeInstallHooks {
+  /** Every boot, before the config loads: which slot booted, staged upgrades, simulated firmware in local mode. */
+  beforeBoot(): Promise<void>;
+  /** The first config in maintenance mode installs the OS; a failed install refuses the apply. */
+  onFirstApply(cfg: MachineConfig): Promise<void>;
+}
+
+/** A real machine's power (PID 1): absent in local mode, where reboots are simulated. */
+export interface NodePower {
+  reboot(): Promise<void>;
+  powerOff(): Promise<void>;
+}
+
 export interface NodeOptions {
   stateDir: string;
   /** True when not PID 1: reboots are simulated and the host is only observed. */
@@ -25,16 +50,12 @@ export interface NodeOptions {
   log: Logger;
   state: State;
   events: EventBus;
+  services?: NodeServicesHooks;
+  install?: NodeInstallHooks;
+  power?: NodePower;
 }
 
 export type NodeMode = "maintenance" | "configured";
-
-/** Hooks the API layer registers to follow mode and config changes (e.g. to switch TLS). */
-export interface NodeListener {
-  onConfigChanged?(cfg: MachineConfig | undefined): void | Promise<void>;
-  /** A (simulated) reboot is under way: drop what a real reboot would drop, e.g. client connections. */
-  onReboot?(): void | Promise<void>;
-}
 
 const CONFIG_OWNER = "";
 /** How long a simulated reboot keeps the node down (local mode). */
@@ -53,7 +74,10 @@ export class Node {
   private config: MachineConfig | undefined;
   private tryTimer: NodeJS.Timeout | undefined;
   private tryPrevious: MachineConfig | undefined;
-  private listeners: NodeListener[] = [];
+  private readonly restartCbs = new Set<() => void | Promise<void>>();
+  private readonly install?: NodeInstallHooks;
+  private readonly power?: NodePower;
+  private readonly services?: NodeServicesHooks;
   private extraConditions = new Map<string, string>();
   private controllerConditions: UnmetCondition[] = [];
   private busySequence: string | undefined;
@@ -63,8 +87,12 @@ export class Node {
     this.state = opts.state;
     this.events = opts.events;
     this.local = opts.local;
+    this.install = opts.install;
+    this.power = opts.power;
+    this.services = opts.services;
     this.store = new ConfigStore(opts.stateDir);
     this.status = new MachineStatusTracker(this.state, this.events);
+    this.services?.onReadiness((reason) => this.setCondition("services", reason));
     const self = this;
     this.applier = new ConfigApplier({
       get maintenance() {
@@ -85,8 +113,9 @@ export class Node {
     return this.config;
   }
 
-  addListener(l: NodeListener): void {
-    this.listeners.push(l);
+  /** A simulated reboot is under way: drop what a real reboot would drop, e.g. client connections. */
+  onRestart(cb: () => void | Promise<void>): void {
+    this.restartCbs.add(cb);
   }
 
   /** Boot: load the stored config (applying a staged one first) and reach the running or maintenance stage. */
@@ -96,8 +125,8 @@ export class Node {
     const seq = new SequenceReporter(this.events, "boot", "");
     seq.start();
     this.status.setStage("booting");
-    // install hook (src/lifecycle/install): which slot booted, staged upgrades, simulated firmware in local mode
-    if (this.beforeBoot) await seq.phase("bootloader", [["selectBootEntry", this.beforeBoot]]);
+    const install = this.install;
+    if (install) await seq.phase("bootloader", [["selectBootEntry", () => install.beforeBoot()]]);
     await seq.phase("config", [["loadConfig", () => this.loadStored()]]);
     if (this.config) {
       this.status.setStage("running");
@@ -131,8 +160,7 @@ export class Node {
   }
 
   private async commit(cfg: MachineConfig, how: "live" | "staged" | "try"): Promise<void> {
-    // install hook: the first config in maintenance mode installs the OS; a failed install refuses the apply
-    if (this.mode === "maintenance" && this.installer) await this.installer(cfg);
+    if (this.mode === "maintenance" && this.install) await this.install.onFirstApply(cfg);
     if (how === "staged") {
       await this.store.writeStaged(cfg.encode());
       return;
@@ -146,7 +174,6 @@ export class Node {
     const wasMaintenance = this.mode === "maintenance";
     this.config = cfg;
     this.publishConfigResources();
-    for (const l of this.listeners) await l.onConfigChanged?.(cfg);
     if (cfg && wasMaintenance && this.status.current.stage === "maintenance") {
       this.status.setStage("booting");
       this.status.setStage("running");
@@ -171,16 +198,17 @@ export class Node {
     this.tryTimer.unref();
   }
 
+  /** The MachineConfig resource carries the parsed config itself: nothing below parses the document again. */
   private publishConfigResources(): void {
-    const mcPtr = { namespace: CONFIG_NS, type: MachineConfigType.type, id: "v1alpha1" };
-    const mtPtr = { namespace: CONFIG_NS, type: MachineTypeType.type, id: "machine-type" };
+    const mcPtr = machineConfigPtr;
+    const mtPtr = machineTypePtr;
     if (!this.config) {
       for (const [p, owner] of [[mcPtr, CONFIG_OWNER], [mtPtr, MACHINE_TYPE_OWNER]] as const) {
         if (this.state.get(p)) this.state.destroy(p, owner);
       }
       return;
     }
-    const mc = newResource(mcPtr, new TextDecoder().decode(this.config.encode()), CONFIG_OWNER);
+    const mc = newResource(mcPtr, this.config, CONFIG_OWNER);
     mc.metadata.annotations[YAML_SPEC_ANNOTATION] = "1";
     this.state.apply(mc, CONFIG_OWNER);
     this.state.apply(newResource(mtPtr, this.config.machineType(), MACHINE_TYPE_OWNER), MACHINE_TYPE_OWNER);
@@ -223,7 +251,8 @@ export class Node {
       this.status.setStage("shutting down", actorId);
       await seq.phase("stopEverything", [["stopAllServices", () => this.stopServices()]]);
       seq.stop();
-      this.log.warn("shutdown requested; in local mode the process keeps serving");
+      if (this.power) await this.power.powerOff();
+      else this.log.warn("shutdown requested; in local mode the process keeps serving");
     });
   }
 
@@ -246,27 +275,29 @@ export class Node {
     }, 200);
   }
 
-  /** Hook for the supervisor: stop every service before reboot/shutdown. */
-  stopServices: () => Promise<void> = async () => {};
+  /** Stop every service (before reboot, shutdown, reset). */
+  async stopServices(): Promise<void> {
+    await this.services?.stopAll();
+  }
 
-  /** Set by src/lifecycle/install (InstallManager.attach): install on first apply; boot-time slot bookkeeping. */
-  installer: ((cfg: MachineConfig) => Promise<void>) | undefined;
-  beforeBoot: (() => Promise<void>) | undefined;
-
-  /** Simulated reboot: new boot id, fresh event log, boot sequence again. */
+  /**
+   * The machine goes down and comes back: reboot(2) on a real machine; in local mode a simulated reboot — new boot
+   * id, fresh event log, the config resources gone and published again, so everything derived from them is
+   * built anew as after a real boot.
+   */
   async restart(): Promise<void> {
-    if (!this.local) throw new Error("real reboot is handled by pid1");
+    if (this.power) {
+      await this.power.reboot();
+      return;
+    }
     this.armTryRevert(undefined);
     this.bootId = randomUUID();
     this.events.reset();
     this.status.resetReadiness();
-    const hadConfig = this.config !== undefined;
-    this.config = undefined;
     // Like a real reboot, connections drop; talosctl then reconnects and replays the new boot's events.
-    for (const l of this.listeners) await l.onReboot?.();
+    for (const cb of this.restartCbs) await cb();
+    this.config = undefined;
+    this.publishConfigResources();
     await this.boot();
-    // A reboot that lands in maintenance (reset wiped the config): drop the config resources and tell the
-    // listeners, so the API serves maintenance TLS again.
-    if (hadConfig && !this.config) await this.activate(undefined);
   }
 }

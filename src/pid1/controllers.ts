@@ -3,13 +3,23 @@
  * observed; PID 1 (or a network namespace handed to us) manages it.
  */
 import type { Logger } from "pino";
-import { ControllerRuntime } from "../state/runtime/index.js";
+import { ControllerRuntime, type Controller } from "../state/runtime/index.js";
 import type { State } from "../state/types.js";
 import { networkControllers } from "../controllers/network/index.js";
 import { coreControllers } from "../controllers/runtime/core.js";
 import { discoverDisks } from "../host/disks.js";
 import { staticPodFilesController } from "../controllers/k8s/static-pod-files.js";
+import { rootOSController } from "../controllers/secrets/root-os.js";
+import { rootEtcdController } from "../controllers/secrets/root-etcd.js";
+import { apiCertSANsController } from "../controllers/secrets/api-cert-sans.js";
+import { apiCertsController } from "../controllers/secrets/api-certs.js";
+import { etcdCertsController } from "../controllers/secrets/etcd-certs.js";
+import { etcdConfigController } from "../controllers/etcd/config.js";
+import { etcdSpecController } from "../controllers/etcd/spec.js";
+import { etcdServiceController } from "../controllers/etcd/service.js";
+import { containerdServiceController } from "../controllers/runtime/containerd-service.js";
 import type { UnmetCondition } from "../machinery/resources/types/runtime.js";
+import type { ContainerdServiceOptions, EtcdServiceOptions, ServiceHost } from "../supervisor/index.js";
 
 export interface ControllerWiring {
   state: State;
@@ -24,26 +34,42 @@ export interface ControllerWiring {
   manifestsDir?: string;
   /** The local etcd member id, when this node runs etcd. */
   etcdMemberId?: () => Promise<bigint>;
+  /** The supervisor, for the controllers that run services; without it no service is started. */
+  services?: ServiceHost;
+  serviceOptions?: { containerd?: false | Omit<ContainerdServiceOptions, "stateDir">; etcd?: Partial<Omit<EtcdServiceOptions, "spec" | "pki" | "stateDir">> };
 }
 
 export function startControllers(w: ControllerWiring): ControllerRuntime {
   const runtime = new ControllerRuntime(w.state, {
     logger: (controller, msg, fields) => w.log.debug({ controller, ...fields }, msg),
   });
-  const all = [
+  const all: Controller[] = [
     ...networkControllers(w.network),
     ...coreControllers({
       stateDir: w.stateDir,
       setReadiness: w.setReadiness,
       // machined (the API included) is the one service every node must run; the lifecycle's services
-      // condition covers containerd/etcd when they are supervised.
+      // condition covers the daemons the service controllers load.
       requiredServices: () => ["machined"],
       runtimeStatuses: () => runtime.statuses(),
       discoverDisks: () => discoverDisks({ files: w.diskFiles?.() ?? [] }),
       runsKubelet: () => false,
       etcdMemberId: w.etcdMemberId,
     }),
+    rootOSController(),
+    rootEtcdController(),
+    apiCertSANsController(),
+    apiCertsController(),
+    etcdCertsController(),
+    etcdConfigController(),
+    etcdSpecController(),
   ];
+  if (w.services) {
+    const containerd = w.serviceOptions?.containerd;
+    // `containerd: false`: tests that run etcd alone.
+    if (containerd !== false) all.push(containerdServiceController({ services: w.services, service: { ...containerd, stateDir: w.stateDir } }));
+    all.push(etcdServiceController({ services: w.services, state: w.state, service: { ...w.serviceOptions?.etcd, stateDir: w.stateDir } }));
+  }
   if (w.manifestsDir) all.push(staticPodFilesController({ dir: w.manifestsDir }));
   for (const c of all) runtime.register(c);
   runtime.start();

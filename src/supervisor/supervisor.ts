@@ -32,6 +32,10 @@ const REVERSE_DEP_WAIT_MS = 30_000;
 export class Supervisor {
   readonly logs: LogManager;
   private readonly runners = new Map<string, ServiceRunner>();
+  /** What each service was last ensured with (see ensure()). */
+  private readonly fingerprints = new Map<string, string>();
+  /** ensure()/remove() calls are serialised per service id. */
+  private readonly pending = new Map<string, Promise<void>>();
   private readonly changeCbs = new Set<(info: ServiceInfoData) => void>();
   private readonly events?: EventBus;
   private readonly cgroups: CgroupManager;
@@ -70,6 +74,41 @@ export class Supervisor {
   async unload(...ids: string[]): Promise<void> {
     await this.stop(...ids.filter((id) => this.runners.has(id)));
     for (const id of ids) this.runners.delete(id);
+  }
+
+  /**
+   * Run `service` under its id, as a controller that follows a spec resource asks: not loaded yet → load and
+   * start; loaded with the same fingerprint → nothing; loaded with another fingerprint → stop, replace the
+   * definition, start again. Calls for one id are serialised, so a burst of spec changes ends in the last one.
+   */
+  ensure(service: Service, fingerprint: string): Promise<void> {
+    return this.serial(service.id, async () => {
+      if (this.terminating) return;
+      const current = this.runners.get(service.id);
+      // Same definition: leave it alone, whatever state it is in (an operator may have stopped it).
+      if (current && this.fingerprints.get(service.id) === fingerprint) return;
+      if (current) await this.unload(service.id);
+      this.load(service);
+      this.fingerprints.set(service.id, fingerprint);
+      this.start(service.id);
+    });
+  }
+
+  /** Stop and forget a service a controller no longer wants (its spec went away). */
+  remove(id: string): Promise<void> {
+    return this.serial(id, async () => {
+      this.fingerprints.delete(id);
+      if (this.runners.has(id)) await this.unload(id);
+    });
+  }
+
+  private serial(id: string, fn: () => Promise<void>): Promise<void> {
+    const next = (this.pending.get(id) ?? Promise.resolve()).then(fn, fn);
+    const tracked = next.finally(() => {
+      if (this.pending.get(id) === tracked) this.pending.delete(id);
+    });
+    this.pending.set(id, tracked);
+    return next;
   }
 
   has(id: string): boolean {

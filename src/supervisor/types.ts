@@ -126,3 +126,10 @@ export interface ServiceInfoData {
   events: ServiceEventRecord[];
   health: HealthStatus;
 }
+
+/** What service controllers may do with the supervisor: run a service with a given definition, or stop and forget it. */
+export interface ServiceHost {
+  /** Load and start; same fingerprint → nothing; another fingerprint → stop and start the new definition. */
+  ensure(service: Service, fingerprint: string): Promise<void>;
+  remove(id: string): Promise<void>;
+}

@@ -4,6 +4,8 @@
  * no containerd): Waiting until Bootstrap, member list/status, a genuine snapshot, recovery upload, and a
  * crash restart seen on the Events stream. The etcd part needs etcd and etcdctl (not root).
  */
+import { readSpec } from "../../src/machinery/resources/read.js";
+import { EtcdSpecType } from "../../src/machinery/resources/types/etcd.js";
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -187,7 +189,10 @@ describe.skipIf(!!skip)("etcd on a control plane", () => {
     expect(typeof me.id).toBe("bigint");
     expect(me.id).toBeGreaterThan(0n);
     expect(me.isLearner).toBe(false);
-    expect(me.peerUrls[0]).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    // The member is what EtcdSpec says: the short hostname, advertising the node's first routed address.
+    const spec = readSpec(h.node.state, EtcdSpecType, "etcd")!;
+    expect(me.hostname).toBe(spec.name);
+    expect(me.peerUrls).toEqual([`https://${spec.advertisedAddresses[0]}:${new URL(me.peerUrls[0]).port}`]);
     expect(list.legacyMembers).toEqual([me.hostname]);
     const st = (await empty(admin, "EtcdStatus", m.EtcdStatusResponseSchema)) as m.EtcdStatusResponse;
     const ms = st.messages[0].memberStatus!;

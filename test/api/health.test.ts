@@ -7,6 +7,7 @@ import { ApiError, Code } from "../../src/machinery/errors.js";
 import { newResource } from "../../src/machinery/resources/resource.js";
 import { VolumeStatusType } from "../../src/machinery/resources/types/block.js";
 import { MemberType } from "../../src/machinery/resources/types/cluster.js";
+import { loadConfig } from "../../src/machinery/config/index.js";
 import { CONFIG_NS, MachineConfigType, MachineTypeType } from "../../src/machinery/resources/types/config.js";
 import { EtcdMemberType } from "../../src/machinery/resources/types/etcd.js";
 import { KubeletConfigType } from "../../src/machinery/resources/types/k8s.js";
@@ -49,7 +50,7 @@ cluster:
 /** A store where every pre-Kubernetes check passes for the local control plane node. */
 function healthyState(): InMemoryState {
   const s = new InMemoryState();
-  put(s, CONFIG_NS, MachineConfigType.type, "v1alpha1", CONFIG);
+  put(s, CONFIG_NS, MachineConfigType.type, "v1alpha1", loadConfig(CONFIG));
   put(s, CONFIG_NS, MachineTypeType.type, "machine-type", "controlplane");
   put(s, RUNTIME_NS, ServiceType.type, "etcd", { running: true, healthy: true, unknown: false });
   put(s, RUNTIME_NS, ServiceType.type, "kubelet", { running: true, healthy: true, unknown: false });
@@ -143,7 +144,7 @@ describe("cluster checks on this node's state", () => {
     s.destroy({ namespace: "etcd", type: EtcdMemberType.type, id: "local" }, "");
     await expect(run(check(env(s), "etcd members to be consistent across nodes"))).rejects.toThrow('error getting etcd member list from node "10.5.0.2"');
     await expect(run(check(env(s, { etcdRuns: () => false }), "etcd to be healthy"))).rejects.toBeInstanceOf(SkipCheck);
-    put(s, CONFIG_NS, MachineConfigType.type, "v1alpha1", "version: v1alpha1\nmachine:\n  type: controlplane\ncluster:\n  clusterName: demo\n");
+    put(s, CONFIG_NS, MachineConfigType.type, "v1alpha1", loadConfig("version: v1alpha1\nmachine:\n  type: controlplane\ncluster:\n  clusterName: demo\n"));
     await expect(run(check(env(s), "etcd to be healthy"))).rejects.toBeInstanceOf(SkipCheck);
 
     s.destroy({ namespace: "k8s", type: KubeletConfigType.type, id: "kubelet" }, "");

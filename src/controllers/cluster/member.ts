@@ -10,10 +10,10 @@ import { CLUSTER_NS, IdentityType, MemberType, type MemberSpec } from "../../mac
 import { K8S_NS, NodenameType, type NodenameSpec } from "../../machinery/resources/types/k8s.js";
 import { RUNTIME_NS, VersionType, type VersionSpec } from "../../machinery/resources/types/runtime.js";
 import type { Controller, ReconcileContext } from "../../state/runtime/index.js";
-import { activeConfig, activeConfigInput, isControlPlane, machineType, machineTypeInput } from "../config/active.js";
+import { isControlPlane, machineConfig, machineConfigInput, machineType, machineTypeInput } from "../../machinery/resources/types/config.js";
 import { apiServerPort } from "../k8s/control-plane-args.js";
-import { HOSTNAME_STATUS_TYPE, NETWORK_NS, NODE_ADDRESS_TYPE, nodeAddressIPs, type HostnameStatusLike, type NodeAddressLike } from "../config/external.js";
-import { fqdn } from "../k8s/nodename.js";
+import { fqdn, HOSTNAME_ID, HostnameStatusType, NETWORK_NS, NODE_ADDRESS, NodeAddressType, nodeAddressIPs } from "../../machinery/resources/types/network.js";
+import { pointer, readSpec } from "../../machinery/resources/read.js";
 
 export interface MemberOptions {
   /** Addresses used until the network controllers publish NodeAddresses; default: non-internal interface addresses. */
@@ -34,11 +34,11 @@ export function memberController(opts: MemberOptions = {}): Controller {
     inputs: [
       { namespace: CLUSTER_NS, type: IdentityType.type, id: "local", kind: "weak" },
       { namespace: K8S_NS, type: NodenameType.type, id: "nodename", kind: "weak" },
-      { namespace: NETWORK_NS, type: HOSTNAME_STATUS_TYPE, id: "hostname", kind: "weak" },
-      { namespace: NETWORK_NS, type: NODE_ADDRESS_TYPE, kind: "weak" },
+      { ...pointer(HostnameStatusType, HOSTNAME_ID), kind: "weak" },
+      { namespace: NETWORK_NS, type: NodeAddressType.type, kind: "weak" },
       { namespace: RUNTIME_NS, type: VersionType.type, id: "version", kind: "weak" },
       machineTypeInput,
-      activeConfigInput,
+      machineConfigInput,
     ],
     outputs: [{ type: MemberType.type, kind: "exclusive" }],
     reconcile(ctx) {
@@ -46,9 +46,9 @@ export function memberController(opts: MemberOptions = {}): Controller {
       const mt = machineType(ctx);
       const keep: string[] = [];
       if (nodename && mt) {
-        const hs = ctx.get({ namespace: NETWORK_NS, type: HOSTNAME_STATUS_TYPE, id: "hostname" })?.spec as HostnameStatusLike | undefined;
+        const hs = readSpec(ctx, HostnameStatusType, HOSTNAME_ID);
         const version = ctx.get({ namespace: RUNTIME_NS, type: VersionType.type, id: "version" })?.spec as VersionSpec | undefined;
-        const cfg = activeConfig(ctx);
+        const cfg = machineConfig(ctx);
         const spec: MemberSpec = {
           nodeId: (ctx.get({ namespace: CLUSTER_NS, type: IdentityType.type, id: "local" })?.spec as { nodeId?: string } | undefined)?.nodeId ?? "",
           addresses: addresses(ctx, fallback),
@@ -67,8 +67,8 @@ export function memberController(opts: MemberOptions = {}): Controller {
 
 /** Routed addresses without Kubernetes ones, else current ones, else the fallback (prefix lengths dropped). */
 function addresses(ctx: ReconcileContext, fallback: () => string[]): string[] {
-  for (const id of ["routed-no-k8s", "current-no-k8s"]) {
-    const ips = nodeAddressIPs(ctx.get({ namespace: NETWORK_NS, type: NODE_ADDRESS_TYPE, id })?.spec as NodeAddressLike | undefined);
+  for (const id of [NODE_ADDRESS.routedNoK8s, NODE_ADDRESS.currentNoK8s]) {
+    const ips = nodeAddressIPs(readSpec(ctx, NodeAddressType, id));
     if (ips.length > 0) return ips;
   }
   return fallback();

@@ -7,7 +7,7 @@ import type { MachineConfig } from "../../machinery/config/index.js";
 import { KUBELET_IMAGE, DEFAULT_KUBERNETES_VERSION } from "../../machinery/generate/constants.js";
 import { K8S_NS, KubeletConfigType, type KubeletConfigSpec, type MountSpec } from "../../machinery/resources/types/k8s.js";
 import type { Controller } from "../../state/runtime/index.js";
-import { activeConfig, activeConfigInput } from "../config/active.js";
+import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 import { dnsDomain, dnsServiceAddrs, serviceCIDRs } from "./network.js";
 
 export const KUBELET_ID = "kubelet";
@@ -23,10 +23,10 @@ export function kubeletConfigController(opts: KubeletConfigOptions = {}): Contro
   const ptr = { namespace: K8S_NS, type: KubeletConfigType.type, id: KUBELET_ID };
   return {
     name: "k8s.KubeletConfigController",
-    inputs: [activeConfigInput],
+    inputs: [machineConfigInput],
     outputs: [{ type: KubeletConfigType.type, kind: "exclusive" }],
     reconcile(ctx) {
-      const cfg = activeConfig(ctx);
+      const cfg = machineConfig(ctx);
       if (!cfg?.v1alpha1() || cfg.machineType() === "unknown" || !(opts.runsKubelet?.() ?? true)) {
         ctx.destroy(ptr);
         return;

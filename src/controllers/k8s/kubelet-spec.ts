@@ -13,8 +13,9 @@ import {
   type NodenameSpec,
 } from "../../machinery/resources/types/k8s.js";
 import type { Controller, ReconcileContext } from "../../state/runtime/index.js";
-import { machineType, machineTypeInput } from "../config/active.js";
-import { NETWORK_NS, NODE_ADDRESS_TYPE, nodeAddressIPs, type NodeAddressLike } from "../config/external.js";
+import { machineType, machineTypeInput } from "../../machinery/resources/types/config.js";
+import { NETWORK_NS, NODE_ADDRESS, NodeAddressType, nodeAddressIPs } from "../../machinery/resources/types/network.js";
+import { readSpec } from "../../machinery/resources/read.js";
 import { args, mergeArgs, renderArgs, type Args } from "./args.js";
 import { KUBELET_ID } from "./kubelet-config.js";
 import { kubeletConfiguration } from "./kubelet-configuration.js";
@@ -35,7 +36,7 @@ export function kubeletSpecController(opts: KubeletSpecOptions = {}): Controller
       { namespace: K8S_NS, type: KubeletConfigType.type, id: KUBELET_ID, kind: "weak" },
       { namespace: K8S_NS, type: NodenameType.type, id: "nodename", kind: "weak" },
       { namespace: K8S_NS, type: NODE_IP_TYPE, id: KUBELET_ID, kind: "weak" },
-      { namespace: NETWORK_NS, type: NODE_ADDRESS_TYPE, kind: "weak" },
+      { namespace: NETWORK_NS, type: NodeAddressType.type, kind: "weak" },
       machineTypeInput,
     ],
     outputs: [{ type: KubeletSpecType.type, kind: "exclusive" }],
@@ -89,7 +90,7 @@ export function kubeletSpec(cfg: KubeletConfigSpec, mt: MachineTypeName, nodenam
 function nodeIPs(ctx: ReconcileContext): string[] {
   const nodeIP = ctx.get({ namespace: K8S_NS, type: NODE_IP_TYPE, id: KUBELET_ID })?.spec as { addresses?: string[] } | undefined;
   if (nodeIP?.addresses?.length) return [...nodeIP.addresses];
-  const addrs = nodeAddressIPs(ctx.get({ namespace: NETWORK_NS, type: NODE_ADDRESS_TYPE, id: "routed-no-k8s" })?.spec as NodeAddressLike | undefined);
+  const addrs = nodeAddressIPs(readSpec(ctx, NodeAddressType, NODE_ADDRESS.routedNoK8s));
   const v4 = addrs.find((a) => !a.includes(":"));
   const v6 = addrs.find((a) => a.includes(":"));
   return [v4, v6].filter((a): a is string => a !== undefined);

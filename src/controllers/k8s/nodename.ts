@@ -7,8 +7,9 @@ import * as os from "node:os";
 import type { MachineConfig } from "../../machinery/config/index.js";
 import { K8S_NS, NodenameType } from "../../machinery/resources/types/k8s.js";
 import type { Controller } from "../../state/runtime/index.js";
-import { activeConfig, activeConfigInput } from "../config/active.js";
-import { HOSTNAME_STATUS_TYPE, NETWORK_NS, type HostnameStatusLike } from "../config/external.js";
+import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
+import { fqdn, HOSTNAME_ID, HostnameStatusType } from "../../machinery/resources/types/network.js";
+import { pointer, read } from "../../machinery/resources/read.js";
 
 
 export interface NodenameOptions {
@@ -20,14 +21,14 @@ export function nodenameController(opts: NodenameOptions = {}): Controller {
   const fallback = opts.fallbackHostname ?? ((cfg: MachineConfig) => cfg.hostname() || os.hostname());
   return {
     name: "k8s.NodenameController",
-    inputs: [activeConfigInput, { namespace: NETWORK_NS, type: HOSTNAME_STATUS_TYPE, id: "hostname", kind: "weak" }],
+    inputs: [machineConfigInput, { ...pointer(HostnameStatusType, HOSTNAME_ID), kind: "weak" }],
     outputs: [{ type: NodenameType.type, kind: "exclusive" }],
     reconcile(ctx) {
-      const cfg = activeConfig(ctx);
+      const cfg = machineConfig(ctx);
       // Like upstream, keep the last node name while there is no config (maintenance mode).
       if (!cfg?.machine) return;
-      const status = ctx.get({ namespace: NETWORK_NS, type: HOSTNAME_STATUS_TYPE, id: "hostname" });
-      const hs = status?.spec as HostnameStatusLike | undefined;
+      const status = read(ctx, HostnameStatusType, HOSTNAME_ID);
+      const hs = status?.spec;
       const kubelet = cfg.machine.kubelet;
       let hostname: string;
       if (hs) hostname = kubelet?.registerWithFQDN ? fqdn(hs) : hs.hostname;
@@ -44,10 +45,6 @@ export function nodenameController(opts: NodenameOptions = {}): Controller {
       });
     },
   };
-}
-
-export function fqdn(hs: HostnameStatusLike): string {
-  return hs.domainname ? `${hs.hostname}.${hs.domainname}` : hs.hostname;
 }
 
 /** Lower-case letters, digits, `-` (also for `_`) and `.`; everything else dropped; no leading/trailing `-`/`.`. */

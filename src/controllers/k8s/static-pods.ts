@@ -7,7 +7,7 @@
 import { K8S_NS, StaticPodType } from "../../machinery/resources/types/k8s.js";
 import { RUNTIME_NS, ServiceType, type ServiceSpec } from "../../machinery/resources/types/runtime.js";
 import type { Controller } from "../../state/runtime/index.js";
-import { ACTIVE_CONFIG_ID, activeConfig, activeConfigInput, isControlPlane, machineType, machineTypeInput } from "../config/active.js";
+import { MACHINE_CONFIG_ID, isControlPlane, machineConfig, machineConfigInput, machineType, machineTypeInput } from "../../machinery/resources/types/config.js";
 import { CONFIG_NS, MachineConfigType } from "../../machinery/resources/types/config.js";
 import {
   APISERVER_ID,
@@ -27,16 +27,16 @@ export interface StaticPodOptions {
 export function controlPlaneStaticPodController(opts: StaticPodOptions = {}): Controller {
   return {
     name: "k8s.ControlPlaneStaticPodController",
-    inputs: [activeConfigInput, machineTypeInput, { namespace: RUNTIME_NS, type: ServiceType.type, id: "etcd", kind: "weak" }],
+    inputs: [machineConfigInput, machineTypeInput, { namespace: RUNTIME_NS, type: ServiceType.type, id: "etcd", kind: "weak" }],
     outputs: [{ type: StaticPodType.type, kind: "exclusive" }],
     reconcile(ctx) {
       const keep: string[] = [];
-      const cfg = activeConfig(ctx);
+      const cfg = machineConfig(ctx);
       const etcd = ctx.get({ namespace: RUNTIME_NS, type: ServiceType.type, id: "etcd" })?.spec as ServiceSpec | undefined;
       const etcdReady = opts.skipEtcdWait || (etcd?.running === true && etcd.healthy);
       if (cfg?.cluster && isControlPlane(machineType(ctx)) && etcdReady) {
         // No separate secrets/config status resources here: both follow the machine config version.
-        const version = String(ctx.get({ namespace: CONFIG_NS, type: MachineConfigType.type, id: ACTIVE_CONFIG_ID })?.metadata.version ?? 0);
+        const version = String(ctx.get({ namespace: CONFIG_NS, type: MachineConfigType.type, id: MACHINE_CONFIG_ID })?.metadata.version ?? 0);
         const v: PodVersions = { secrets: version, config: version };
         const pods: [string, () => Record<string, unknown>][] = [[APISERVER_ID, () => apiServerPod(cfg, v)]];
         if (!cfg.machine?.controlPlane?.controllerManager?.disabled) pods.push([CONTROLLER_MANAGER_ID, () => controllerManagerPod(cfg, v)]);

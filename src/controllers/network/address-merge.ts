@@ -3,12 +3,13 @@
  * default, DHCP leases (network-config namespace) and `machine.network.interfaces[].addresses` (and
  * their VLANs'); for the same id the higher config layer wins.
  */
+import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 import type { Controller } from "../../state/runtime/index.js";
 import type { NetworkSection } from "../../machinery/config/index.js";
 import { AddressSpecType, type AddressSpecSpec, type ConfigLayerName } from "../../machinery/resources/types/network.js";
 import { mergeByLayer } from "./layers.js";
 import { formatPrefix, parsePrefix } from "./netaddr.js";
-import { configInput, networkSection, NETWORK_CONFIG_NS, NETWORK_NS, readConfig } from "./shared.js";
+import { networkSection, NETWORK_CONFIG_NS, NETWORK_NS } from "./shared.js";
 
 export function addressSpec(linkName: string, text: string, layer: ConfigLayerName, scope = "global"): { id: string; spec: AddressSpecSpec } | undefined {
   const p = parsePrefix(text);
@@ -37,7 +38,7 @@ export function configAddresses(net: NetworkSection): Array<{ id: string; spec: 
 export function addressMergeController(): Controller {
   return {
     name: "network.AddressMergeController",
-    inputs: [configInput, { namespace: NETWORK_CONFIG_NS, type: AddressSpecType.type, kind: "weak" }],
+    inputs: [machineConfigInput, { namespace: NETWORK_CONFIG_NS, type: AddressSpecType.type, kind: "weak" }],
     outputs: [{ type: AddressSpecType.type, kind: "shared" }],
     reconcile(ctx) {
       const layered = ctx.list(NETWORK_CONFIG_NS, AddressSpecType.type).map((r) => {
@@ -47,7 +48,7 @@ export function addressMergeController(): Controller {
       const merged = mergeByLayer([
         addressSpec("lo", "127.0.0.1/8", "default", "host")!,
         ...layered,
-        ...configAddresses(networkSection(readConfig(ctx))),
+        ...configAddresses(networkSection(machineConfig(ctx))),
       ]);
       for (const [id, spec] of merged) ctx.apply({ namespace: NETWORK_NS, type: AddressSpecType.type, id, spec });
       ctx.cleanup(NETWORK_NS, AddressSpecType.type, merged.keys());

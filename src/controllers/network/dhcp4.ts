@@ -6,6 +6,7 @@
  * renewed by asking again at half its lifetime. Without udhcpc, DHCP is skipped with a log line.
  * DHCPv6 is not implemented.
  */
+import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 import type { Controller, ReconcileContext } from "../../state/runtime/index.js";
 import { acquireDhcpLease, findUdhcpc, type DhcpLease, type NetTarget } from "../../host/net/apply.js";
 import {
@@ -19,7 +20,7 @@ import {
 import { addressSpec } from "./address-merge.js";
 import { canonicalAddr } from "./netaddr.js";
 import { routeSpec } from "./route-merge.js";
-import { configInput, networkSection, NETWORK_CONFIG_NS, NETWORK_NS, readConfig, type NetworkEnv } from "./shared.js";
+import { networkSection, NETWORK_CONFIG_NS, NETWORK_NS, type NetworkEnv } from "./shared.js";
 
 export type LeaseFn = (link: string) => Promise<DhcpLease | undefined>;
 
@@ -45,14 +46,14 @@ export function dhcp4Controller(env: NetworkEnv & { target: NetTarget }, leaseFn
 
   return {
     name: "network.OperatorSpecController",
-    inputs: [configInput, { namespace: NETWORK_NS, type: LinkStatusType.type, kind: "weak" }],
+    inputs: [machineConfigInput, { namespace: NETWORK_NS, type: LinkStatusType.type, kind: "weak" }],
     outputs: [
       { type: AddressSpecType.type, kind: "shared" },
       { type: RouteSpecType.type, kind: "shared" },
       { type: ResolverSpecType.type, kind: "shared" },
     ],
     async reconcile(ctx) {
-      const net = networkSection(readConfig(ctx));
+      const net = networkSection(machineConfig(ctx));
       const links = new Map(ctx.list(NETWORK_NS, LinkStatusType.type).map((r) => [r.metadata.id, r.spec as LinkStatusSpec]));
       const dhcpLinks = (net.interfaces ?? []).filter((d) => d.dhcp && !d.ignore && d.interface);
       for (const name of leases.keys()) if (!dhcpLinks.some((d) => d.interface === name)) leases.delete(name);

@@ -4,6 +4,7 @@
  * address with its FQDN, IPv6 names, `machine.network.extraHostEntries`) in upstream's layout and writes
  * them into the etc folder. It has no outputs: the files are the result.
  */
+import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import type { Controller } from "../../state/runtime/index.js";
@@ -18,7 +19,7 @@ import {
 } from "../../machinery/resources/types/network.js";
 import { HOSTNAME_ID } from "./hostname-merge.js";
 import { RESOLVER_ID } from "./resolver-merge.js";
-import { configInput, networkSection, NETWORK_NS, readConfig } from "./shared.js";
+import { networkSection, NETWORK_NS } from "./shared.js";
 
 export function renderResolvConf(status: ResolverStatusSpec): string {
   const servers = status.nameServers ? status.nameServers.filter((n) => n.protocol === "Do53").map((n) => n.addr) : status.dnsServers;
@@ -51,7 +52,7 @@ export function etcFileController(etcRoot: string): Controller {
   return {
     name: "network.EtcFileController",
     inputs: [
-      configInput,
+      machineConfigInput,
       { namespace: NETWORK_NS, type: ResolverStatusType.type, id: RESOLVER_ID, kind: "weak" },
       { namespace: NETWORK_NS, type: HostnameStatusType.type, id: HOSTNAME_ID, kind: "weak" },
       { namespace: NETWORK_NS, type: NodeAddressType.type, id: "default", kind: "weak" },
@@ -64,7 +65,7 @@ export function etcFileController(etcRoot: string): Controller {
         hosts: renderHosts(
           get<HostnameStatusSpec>(HostnameStatusType.type, HOSTNAME_ID),
           get<NodeAddressSpec>(NodeAddressType.type, "default"),
-          networkSection(readConfig(ctx)).extraHostEntries ?? [],
+          networkSection(machineConfig(ctx)).extraHostEntries ?? [],
         ),
       };
       if (resolvers) files["resolv.conf"] = renderResolvConf(resolvers);

@@ -3,9 +3,10 @@
  * `machine.network.hostname` wins; without it we keep whatever the kernel has (upstream would generate
  * `talos-xxx-yyy`, which would rename a developer's machine in local mode).
  */
+import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 import type { Controller } from "../../state/runtime/index.js";
 import { HostnameSpecType, type HostnameSpecSpec } from "../../machinery/resources/types/network.js";
-import { configInput, networkSection, NETWORK_NS, readConfig, type NetworkEnv } from "./shared.js";
+import { networkSection, NETWORK_NS, type NetworkEnv } from "./shared.js";
 
 export const HOSTNAME_ID = "hostname";
 
@@ -18,10 +19,10 @@ export function splitFQDN(fqdn: string): { hostname: string; domainname: string 
 export function hostnameMergeController(env: NetworkEnv): Controller {
   return {
     name: "network.HostnameMergeController",
-    inputs: [configInput],
+    inputs: [machineConfigInput],
     outputs: [{ type: HostnameSpecType.type, kind: "exclusive" }],
     async reconcile(ctx) {
-      const configured = networkSection(readConfig(ctx)).hostname;
+      const configured = networkSection(machineConfig(ctx)).hostname;
       let spec: HostnameSpecSpec;
       if (configured) {
         spec = { ...splitFQDN(configured), layer: "configuration" };

@@ -3,12 +3,13 @@
  * configured (not ignored) interface up with its MTU, plus its VLANs as logical links.
  * Bonds, bridges and wireguard links are not created (not supported yet).
  */
+import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 import type { Controller } from "../../state/runtime/index.js";
 import type { NetworkSection } from "../../machinery/config/index.js";
 import { LinkSpecType, type LinkSpecSpec } from "../../machinery/resources/types/network.js";
 import { vlanLinkName } from "./address-merge.js";
 import { mergeByLayer } from "./layers.js";
-import { configInput, networkSection, NETWORK_NS, readConfig } from "./shared.js";
+import { networkSection, NETWORK_NS } from "./shared.js";
 
 /** Upstream leaves the type of physical links unset, which Talos prints as the zero LinkType. */
 const UNSET_TYPE = "netrom";
@@ -38,11 +39,11 @@ export function configLinks(net: NetworkSection): Array<{ id: string; spec: Link
 export function linkMergeController(): Controller {
   return {
     name: "network.LinkMergeController",
-    inputs: [configInput],
+    inputs: [machineConfigInput],
     outputs: [{ type: LinkSpecType.type, kind: "exclusive" }],
     reconcile(ctx) {
       const lo: LinkSpecSpec = { name: "lo", logical: false, up: true, mtu: 0, kind: "", type: UNSET_TYPE, layer: "default" };
-      const merged = mergeByLayer([{ id: "lo", spec: lo }, ...configLinks(networkSection(readConfig(ctx)))]);
+      const merged = mergeByLayer([{ id: "lo", spec: lo }, ...configLinks(networkSection(machineConfig(ctx)))]);
       for (const [id, spec] of merged) ctx.apply({ namespace: NETWORK_NS, type: LinkSpecType.type, id, spec });
       ctx.cleanup(NETWORK_NS, LinkSpecType.type, merged.keys());
     },

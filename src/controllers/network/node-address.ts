@@ -5,6 +5,7 @@
  * and the `-no-k8s` / `-only-k8s` variants filtered by the pod and service subnets.
  * SideroLink and "external" platform addresses do not exist here, so `routed` equals `current`.
  */
+import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 import type { Controller, ReconcileContext } from "../../state/runtime/index.js";
 import {
   AddressStatusType,
@@ -26,7 +27,7 @@ import {
   parsePrefix,
   type Prefix,
 } from "./netaddr.js";
-import { configInput, NETWORK_NS, readConfig } from "./shared.js";
+import { NETWORK_NS } from "./shared.js";
 
 const SCOPE_OK = new Set(["global", "site"]);
 /** Talos's defaults when the config names no pod/service subnets. */
@@ -65,11 +66,11 @@ export function nodeAddressController(): Controller {
     inputs: [
       { namespace: NETWORK_NS, type: AddressStatusType.type, kind: "weak" },
       { namespace: NETWORK_NS, type: LinkStatusType.type, kind: "weak" },
-      configInput,
+      machineConfigInput,
     ],
     outputs: [{ type: NodeAddressType.type, kind: "exclusive" }],
     reconcile(ctx) {
-      const cfg = readConfig(ctx);
+      const cfg = machineConfig(ctx);
       const algo: NodeAddressSpec["sortAlgorithm"] = cfg?.machine?.features?.nodeAddressSortAlgorithm === "v2" ? "v2" : "v1";
       const compare = algo === "v2" ? comparePrefixV2 : comparePrefixV1;
 

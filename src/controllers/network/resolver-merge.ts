@@ -3,6 +3,7 @@
  * like upstream: defaults (1.1.1.1, 8.8.8.8, search = our domain) < DHCP (network-config namespace)
  * < `machine.network.nameservers` / `searchDomains`.
  */
+import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 import type { Controller } from "../../state/runtime/index.js";
 import {
   HostnameStatusType,
@@ -14,7 +15,7 @@ import {
 import { HOSTNAME_ID } from "./hostname-merge.js";
 import { layerRank } from "./layers.js";
 import { canonicalAddr, parseAddr } from "./netaddr.js";
-import { configInput, networkSection, NETWORK_CONFIG_NS, NETWORK_NS, readConfig } from "./shared.js";
+import { networkSection, NETWORK_CONFIG_NS, NETWORK_NS } from "./shared.js";
 
 export const RESOLVER_ID = "resolvers";
 export const DEFAULT_RESOLVERS = ["1.1.1.1", "8.8.8.8"];
@@ -42,13 +43,13 @@ export function resolverMergeController(): Controller {
   return {
     name: "network.ResolverMergeController",
     inputs: [
-      configInput,
+      machineConfigInput,
       { namespace: NETWORK_NS, type: HostnameStatusType.type, id: HOSTNAME_ID, kind: "weak" },
       { namespace: NETWORK_CONFIG_NS, type: ResolverSpecType.type, kind: "weak" },
     ],
     outputs: [{ type: ResolverSpecType.type, kind: "shared" }],
     reconcile(ctx) {
-      const net = networkSection(readConfig(ctx));
+      const net = networkSection(machineConfig(ctx));
       const hostname = ctx.get({ namespace: NETWORK_NS, type: HostnameStatusType.type, id: HOSTNAME_ID })?.spec as
         | HostnameStatusSpec
         | undefined;

@@ -4,6 +4,7 @@
  * like upstream: `0.0.0.0/0` means the default route, metric 0 means 1024, gateway-less routes are
  * link-scoped.
  */
+import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 import type { Controller } from "../../state/runtime/index.js";
 import type { NetworkSection } from "../../machinery/config/index.js";
 import { RouteSpecType, type ConfigLayerName, type RouteSpecSpec } from "../../machinery/resources/types/network.js";
@@ -11,7 +12,7 @@ import { routeId } from "../../host/net/routes.js";
 import { vlanLinkName } from "./address-merge.js";
 import { mergeByLayer } from "./layers.js";
 import { formatAddr, formatPrefix, isLoopback, isMulticast, isUnspecified, parseAddr, parsePrefix } from "./netaddr.js";
-import { configInput, networkSection, NETWORK_CONFIG_NS, NETWORK_NS, readConfig } from "./shared.js";
+import { networkSection, NETWORK_CONFIG_NS, NETWORK_NS } from "./shared.js";
 
 export const DEFAULT_ROUTE_METRIC = 1024;
 
@@ -76,14 +77,14 @@ export function configRoutes(net: NetworkSection): Array<{ id: string; spec: Rou
 export function routeMergeController(): Controller {
   return {
     name: "network.RouteMergeController",
-    inputs: [configInput, { namespace: NETWORK_CONFIG_NS, type: RouteSpecType.type, kind: "weak" }],
+    inputs: [machineConfigInput, { namespace: NETWORK_CONFIG_NS, type: RouteSpecType.type, kind: "weak" }],
     outputs: [{ type: RouteSpecType.type, kind: "shared" }],
     reconcile(ctx) {
       const layered = ctx.list(NETWORK_CONFIG_NS, RouteSpecType.type).map((r) => {
         const spec = r.spec as RouteSpecSpec;
         return { id: routeId({ ...spec, priority: spec.priority ?? 0 }), spec };
       });
-      const merged = mergeByLayer([...layered, ...configRoutes(networkSection(readConfig(ctx)))]);
+      const merged = mergeByLayer([...layered, ...configRoutes(networkSection(machineConfig(ctx)))]);
       for (const [id, spec] of merged) ctx.apply({ namespace: NETWORK_NS, type: RouteSpecType.type, id, spec });
       ctx.cleanup(NETWORK_NS, RouteSpecType.type, merged.keys());
     },

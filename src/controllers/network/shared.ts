@@ -1,9 +1,9 @@
 /**
  * What the network controllers share: options, the kernel observers (injectable so tests can feed
- * fixtures), reading the machine config, and the resource pointers they use.
+ * fixtures), the typed network section of the machine config, and the resource pointers they use.
  */
-import { loadConfig, type MachineConfig } from "../../machinery/config/index.js";
-import type { Input, ReconcileContext } from "../../state/runtime/index.js";
+import type { MachineConfig } from "../../machinery/config/index.js";
+import type { ReconcileContext } from "../../state/runtime/index.js";
 import type { NetTarget } from "../../host/net/apply.js";
 import type {
   AddressStatusSpec,
@@ -17,12 +17,6 @@ import { NETWORK_NS } from "../../machinery/resources/types/network.js";
 export { NETWORK_NS };
 /** Where layered specs (DHCP results) wait to be merged, as upstream's `network-config` namespace. */
 export const NETWORK_CONFIG_NS = "network-config";
-
-export const CONFIG_NS = "config";
-export const MACHINE_CONFIG_TYPE = "MachineConfigs.config.talos.dev";
-export const MACHINE_CONFIG_ID = "v1alpha1";
-
-export const configInput: Input = { namespace: CONFIG_NS, type: MACHINE_CONFIG_TYPE, id: MACHINE_CONFIG_ID, kind: "weak" };
 
 export interface Observed<S> {
   id: string;
@@ -48,29 +42,6 @@ export interface NetworkEnv {
   pollMs: number;
   /** How soon to look again while the kernel does not yet match the specs. */
   retryMs: number;
-}
-
-const cache = new Map<string, MachineConfig | undefined>();
-
-/**
- * The active machine config, parsed (the resource holds the YAML text). A config that does not parse
- * is logged and treated as absent: it was validated when it was accepted, so this is not expected.
- */
-export function readConfig(ctx: ReconcileContext): MachineConfig | undefined {
-  const r = ctx.get({ namespace: CONFIG_NS, type: MACHINE_CONFIG_TYPE, id: MACHINE_CONFIG_ID });
-  if (!r || typeof r.spec !== "string") return undefined;
-  const text = r.spec;
-  if (cache.has(text)) return cache.get(text);
-  let cfg: MachineConfig | undefined;
-  try {
-    cfg = loadConfig(text);
-  } catch (err) {
-    ctx.log("machine config does not parse; ignoring it", { error: String(err) });
-  }
-  // Every network controller parses the same text; keep only the latest to bound memory.
-  cache.clear();
-  cache.set(text, cfg);
-  return cfg;
 }
 
 /** The typed `machine.network` section, or an empty one. */

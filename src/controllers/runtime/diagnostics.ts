@@ -11,8 +11,9 @@
 import { DiagnosticType, type DiagnosticSpec } from "../../machinery/resources/types/security.js";
 import { RUNTIME_NS } from "../../machinery/resources/types/runtime.js";
 import type { Controller, ControllerStatus, ReconcileContext } from "../../state/runtime/index.js";
-import { activeConfig, activeConfigInput } from "../config/active.js";
-import { NETWORK_NS, NODE_ADDRESS_TYPE, type NodeAddressLike } from "../config/external.js";
+import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
+import { NETWORK_NS, NodeAddressType } from "../../machinery/resources/types/network.js";
+import { readSpec } from "../../machinery/resources/read.js";
 import { podCIDRs, serviceCIDRs } from "../k8s/network.js";
 import { quoteList } from "../cluster/check/nodes.js";
 
@@ -41,10 +42,10 @@ export function controllerFailing(statuses: ControllerStatus[], threshold: numbe
 }
 
 export function addressOverlap(ctx: Pick<ReconcileContext, "get">): DiagnosticSpec | undefined {
-  const get = (id: string) => ctx.get({ namespace: NETWORK_NS, type: NODE_ADDRESS_TYPE, id })?.spec as NodeAddressLike | undefined;
+  const get = (id: string) => readSpec(ctx, NodeAddressType, id);
   const routed = get("routed");
   const minusK8s = get("routed-no-k8s");
-  const cfg = activeConfig(ctx);
+  const cfg = machineConfig(ctx);
   if (!routed || !minusK8s || !cfg) return undefined;
   if ((routed.addresses ?? []).length === 0 || (minusK8s.addresses ?? []).length > 0) return undefined;
   const details = [`host routed addresses: ${quoteList(routed.addresses ?? [])}`];
@@ -60,7 +61,7 @@ export function diagnosticsController(opts: DiagnosticsOptions = {}): Controller
   const firstSeen = new Map<string, number>();
   return {
     name: DIAGNOSTICS_CONTROLLER,
-    inputs: [{ namespace: NETWORK_NS, type: NODE_ADDRESS_TYPE, kind: "weak" }, activeConfigInput],
+    inputs: [{ namespace: NETWORK_NS, type: NodeAddressType.type, kind: "weak" }, machineConfigInput],
     outputs: [{ type: DiagnosticType.type, kind: "exclusive" }],
     reconcile(ctx) {
       const found = controllerFailing(opts.statuses?.() ?? [], opts.failureThreshold ?? 3);

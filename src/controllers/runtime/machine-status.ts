@@ -10,7 +10,7 @@ import { K8S_NS, NodenameType, StaticPodStatusType, type NodenameSpec } from "..
 import { TimeStatusType, type TimeStatusSpec } from "../../machinery/resources/types/time.js";
 import type { MachineTypeName } from "../../machinery/resources/types/config.js";
 import type { Controller, ReconcileContext } from "../../state/runtime/index.js";
-import { isControlPlane, machineType, machineTypeInput } from "../config/active.js";
+import { isControlPlane, machineType, machineTypeInput } from "../../machinery/resources/types/config.js";
 import { KUBELET_SECRETS_TYPE, NETWORK_NS, NETWORK_STATUS_TYPE, NODE_STATUS_TYPE, type NetworkStatusLike } from "../config/external.js";
 
 export interface MachineStatusOptions {

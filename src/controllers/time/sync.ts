@@ -8,7 +8,7 @@
 import { TimeStatusType } from "../../machinery/resources/types/time.js";
 import { RUNTIME_NS } from "../../machinery/resources/types/runtime.js";
 import type { Controller } from "../../state/runtime/index.js";
-import { activeConfig, activeConfigInput } from "../config/active.js";
+import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 
 export const EPOCH_LIMIT_MS = 15 * 60_000;
 
@@ -28,13 +28,13 @@ export function timeSyncController(opts: TimeSyncOptions = {}): Controller {
   let last: { wall: number; mono: number } | undefined;
   return {
     name: "time.SyncController",
-    inputs: [activeConfigInput],
+    inputs: [machineConfigInput],
     outputs: [{ type: TimeStatusType.type, kind: "exclusive" }],
     reconcile(ctx) {
       const now = { wall: wallNow(), mono: monoNow() };
       if (last && Math.abs(now.wall - last.wall - (now.mono - last.mono)) > EPOCH_LIMIT_MS) epoch++;
       last = now;
-      const syncDisabled = !opts.synced || activeConfig(ctx)?.machine?.time?.disabled === true;
+      const syncDisabled = !opts.synced || machineConfig(ctx)?.machine?.time?.disabled === true;
       const synced = syncDisabled || opts.synced!();
       ctx.apply({ namespace: RUNTIME_NS, type: TimeStatusType.type, id: "node", spec: { synced, epoch, syncDisabled } });
       return { requeueAfterMs: opts.checkIntervalMs ?? 10_000 };

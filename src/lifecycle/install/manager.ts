@@ -79,11 +79,9 @@ export class InstallManager {
     });
   }
 
-  /** Registers the Node hooks: install on the first apply in maintenance, boot bookkeeping at every boot. */
-  attach(): this {
-    this.o.node.installer = (cfg) => this.installOnApply(cfg);
-    this.o.node.beforeBoot = () => this.boot.onBoot();
-    return this;
+  /** The Node's install hooks: install on the first apply in maintenance, boot bookkeeping at every boot. */
+  hooks(): { beforeBoot(): Promise<void>; onFirstApply(cfg: MachineConfig): Promise<void> } {
+    return { beforeBoot: () => this.boot.onBoot(), onFirstApply: (cfg) => this.installOnApply(cfg) };
   }
 
   private get node(): Node {

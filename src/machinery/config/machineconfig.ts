@@ -33,7 +33,10 @@ export class MachineConfig {
     readonly documents: readonly ConfigDocument[],
     readonly warnings: readonly string[],
     private readonly typed: V1Alpha1Config | undefined,
-  ) {}
+  ) {
+    // Immutable, so the store shares one instance with every reader instead of cloning (resource.ts).
+    Object.freeze(this);
+  }
 
   /** Loads a config from YAML text or bytes; throws ConfigError. */
   static load(input: string | Uint8Array): MachineConfig {

@@ -84,6 +84,7 @@ export function cloneResource<S>(r: Resource<S>): Resource<S> {
       annotations: { ...r.metadata.annotations },
       finalizers: [...r.metadata.finalizers],
     },
-    spec: structuredClone(r.spec),
+    // A frozen spec (e.g. the parsed MachineConfig) is immutable, so every reader may share it.
+    spec: Object.isFrozen(r.spec) ? r.spec : structuredClone(r.spec),
   };
 }

@@ -29,22 +29,26 @@ export interface EtcdPki {
 
 export type MachineType = "init" | "controlplane" | "worker" | "unknown" | undefined;
 
+/** What etcd runs as (the EtcdSpec resource): member name, addresses, flags. Read again at every start. */
+export interface EtcdRunSpec {
+  name: string;
+  advertisedAddresses: string[];
+  listenPeerAddresses: string[];
+  listenClientAddresses: string[];
+  extraArgs: Record<string, { values: string[] }>;
+}
+
 export interface EtcdServiceOptions {
   /** Data in <stateDir>/etcd, PEMs in <stateDir>/etcd-pki, uploaded recovery snapshot at <stateDir>/etcd.snapshot. */
   stateDir: string;
   dataDir?: string;
-  /** Member name; upstream uses the hostname. */
-  name: string;
+  /** The current EtcdSpec; undefined while it is not derived yet. */
+  spec: () => EtcdRunSpec | undefined;
   /** Absent (or returning undefined) means etcd is not configured. */
   pki?: EtcdPki | (() => EtcdPki | undefined);
-  /** Listen address; 0.0.0.0 listens everywhere. Default 127.0.0.1. */
-  listenAddress?: string;
-  /** Address in the advertised URLs; default: the listen address (127.0.0.1 for 0.0.0.0). */
-  advertisedAddress?: string;
+  /** Ports other than upstream's 2379/2380 (tests running several members on one host). */
   clientPort?: number;
   peerPort?: number;
-  /** Node IPs shown in the "waiting to join" message. */
-  addresses?: () => string[];
   binary?: string;
   etcdctl?: string;
   /** Extra etcd flags without the leading dashes, e.g. { "heartbeat-interval": "10" }. */
@@ -100,22 +104,19 @@ export class EtcdService implements Service {
     return this.o.peerPort ?? 2380;
   }
 
-  private get listen(): string {
-    return this.o.listenAddress ?? "127.0.0.1";
+  private runSpec(): EtcdRunSpec {
+    const spec = this.o.spec();
+    if (!spec) throw new Error("etcd spec is not available yet (waiting for the node's hostname and addresses)");
+    return spec;
   }
 
-  private get advertised(): string {
-    return this.o.advertisedAddress ?? (this.listen === "0.0.0.0" || this.listen === "::" ? "127.0.0.1" : this.listen);
-  }
-
-  /** The endpoint the agent talks to. */
+  /** The endpoint the agent talks to: loopback, on which the client port always listens. */
   get localEndpoint(): string {
-    const host = this.listen === "0.0.0.0" || this.listen === "::" ? "127.0.0.1" : this.listen;
-    return `https://${host}:${this.clientPort}`;
+    return `https://127.0.0.1:${this.clientPort}`;
   }
 
   get peerUrl(): string {
-    return `https://${this.advertised}:${this.peerPort}`;
+    return `https://${hostPort(this.runSpec().advertisedAddresses[0], this.peerPort)}`;
   }
 
   pki(): EtcdPki | undefined {
@@ -148,7 +149,7 @@ export class EtcdService implements Service {
     this.writePki(pki);
     mkdirSync(this.dataDir, { recursive: true, mode: 0o700 });
     if (this.dataDirEmpty() && !this.bootstrapRequested) {
-      const ips = this.o.addresses?.() ?? [this.advertised];
+      const ips = this.o.spec()?.advertisedAddresses ?? [];
       ctx.event(ServiceState.Waiting, `${WAITING_TO_JOIN} [${ips.join(" ")}]`);
       await new Promise<void>((resolve, reject) => {
         const onAbort = () => reject(ctx.signal.reason);
@@ -179,14 +180,14 @@ export class EtcdService implements Service {
   /** etcd flags for the current data directory state. */
   args(): string[] {
     const p = (f: string) => join(this.pkiDir, f);
-    const listenClient = [`https://${this.listen}:${this.clientPort}`];
-    if (this.listen !== "0.0.0.0" && this.listen !== "::" && this.listen !== "127.0.0.1") listenClient.push(`https://127.0.0.1:${this.clientPort}`);
+    const spec = this.runSpec();
+    const urls = (addrs: string[], port: number) => addrs.map((a) => `https://${hostPort(a, port)}`).join(",");
     const a: Record<string, string> = {
-      name: this.o.name,
+      name: spec.name,
       "data-dir": this.dataDir,
-      "listen-client-urls": listenClient.join(","),
-      "advertise-client-urls": `https://${this.advertised}:${this.clientPort}`,
-      "listen-peer-urls": `https://${this.listen}:${this.peerPort}`,
+      "listen-client-urls": urls(spec.listenClientAddresses, this.clientPort),
+      "advertise-client-urls": urls(spec.advertisedAddresses, this.clientPort),
+      "listen-peer-urls": urls(spec.listenPeerAddresses, this.peerPort),
       "initial-advertise-peer-urls": this.peerUrl,
       "auto-tls": "false",
       "peer-auto-tls": "false",
@@ -203,9 +204,10 @@ export class EtcdService implements Service {
     };
     // Cluster membership flags only matter for an empty data directory (a new cluster).
     if (this.dataDirEmpty()) {
-      a["initial-cluster"] = `${this.o.name}=${this.peerUrl}`;
+      a["initial-cluster"] = `${spec.name}=${this.peerUrl}`;
       a["initial-cluster-state"] = "new";
     }
+    for (const [k, v] of Object.entries(spec.extraArgs)) a[k] = v.values.join(",");
     Object.assign(a, this.o.extraArgs);
     return Object.entries(a).map(([k, v]) => `--${k}=${v}`);
   }
@@ -312,6 +314,7 @@ export class EtcdService implements Service {
 
   private async restore(ctx: StepContext): Promise<void> {
     const snap = this.recoverFrom as string;
+    const name = this.runSpec().name;
     ctx.event(ServiceState.Preparing, `Recovering etcd from snapshot ${snap}`);
     // etcdctl refuses an existing data directory, even an empty one.
     rmdirSync(this.dataDir);
@@ -320,9 +323,9 @@ export class EtcdService implements Service {
       "snapshot",
       "restore",
       snap,
-      `--name=${this.o.name}`,
+      `--name=${name}`,
       `--data-dir=${this.dataDir}`,
-      `--initial-cluster=${this.o.name}=${this.peerUrl}`,
+      `--initial-cluster=${name}=${this.peerUrl}`,
       `--initial-advertise-peer-urls=${this.peerUrl}`,
     ];
     if (this.skipHashCheck) args.push("--skip-hash-check");
@@ -337,6 +340,11 @@ export class EtcdService implements Service {
     // Upstream deletes the uploaded snapshot once restored.
     if (snap === this.recoverySnapshotPath) unlinkSync(snap);
   }
+}
+
+/** host:port with IPv6 addresses bracketed. */
+export function hostPort(addr: string, port: number): string {
+  return addr.includes(":") ? `[${addr}]:${port}` : `${addr}:${port}`;
 }
 
 function prefixed(prefix: string, e: unknown): Error {

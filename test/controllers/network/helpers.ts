@@ -1,4 +1,5 @@
 /** Shared fixtures for the network controller tests: a store, a runtime, a config and fake kernel observations. */
+import { loadConfig } from "../../../src/machinery/config/index.js";
 import { newResource, type Resource } from "../../../src/machinery/resources/resource.js";
 import type * as T from "../../../src/machinery/resources/types/network.js";
 import { InMemoryState } from "../../../src/state/inmem.js";
@@ -10,8 +11,9 @@ export { eventually, sleep } from "../../state/helpers.js";
 export const CONFIG_PTR = { namespace: "config", type: "MachineConfigs.config.talos.dev", id: "v1alpha1" };
 
 export function setConfig(s: InMemoryState, yaml: string): void {
-  if (s.get(CONFIG_PTR)) s.update(newResource(CONFIG_PTR, yaml), "");
-  else s.create(newResource(CONFIG_PTR, yaml), "");
+  const cfg = loadConfig(yaml);
+  if (s.get(CONFIG_PTR)) s.update(newResource(CONFIG_PTR, cfg), "");
+  else s.create(newResource(CONFIG_PTR, cfg), "");
 }
 
 export function spec<S>(s: InMemoryState, type: string, id: string, namespace = "network"): S | undefined {

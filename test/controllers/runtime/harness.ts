@@ -25,7 +25,7 @@ export function startRuntime(state: InMemoryState, controllers: Controller[], ba
 /** Publishes the active config and machine type as the lifecycle does. */
 export function publishConfig(state: InMemoryState, text: string): void {
   const cfg = loadConfig(text);
-  state.apply(newResource({ namespace: CONFIG_NS, type: MachineConfigType.type, id: "v1alpha1" }, text), "");
+  state.apply(newResource({ namespace: CONFIG_NS, type: MachineConfigType.type, id: "v1alpha1" }, cfg), "");
   state.apply(
     newResource({ namespace: CONFIG_NS, type: MachineTypeType.type, id: "machine-type" }, cfg.machineType()),
     "config.MachineTypeController",

@@ -35,6 +35,14 @@ const ROWS: Row[] = [
   ["KubeletStatuses.kubernetes.talos.dev", "k8s", "KubeletStatus", ["kubeletstatus", "ks"], ["{.image}"]],
   ["KubeletConfigs.kubernetes.talos.dev", "k8s", "KubeletConfig", ["kubeletconfig", "kc", "kcs"], [], true],
   ["EtcdMembers.etcd.talos.dev", "etcd", "EtcdMember", ["etcdmember", "em", "ems"], ["{.memberID}"]],
+  ["EtcdConfigs.etcd.talos.dev", "etcd", "EtcdConfig", ["etcdconfig", "ec", "ecs"], []],
+  [
+    "EtcdSpecs.etcd.talos.dev",
+    "etcd",
+    "EtcdSpec",
+    ["etcdspec", "es"],
+    ["{.name}", "{.advertisedAddresses}", "{.listenPeerAddresses}", "{.listenClientAddresses}"],
+  ],
   [
     "Disks.block.talos.dev",
     "runtime",

@@ -12,7 +12,7 @@ import { K8S_NS, KubeletConfigType } from "../../../machinery/resources/types/k8
 import { MachineStatusType, RUNTIME_NS, ServiceType, STAGES, type MachineStatusSpec, type ServiceSpec } from "../../../machinery/resources/types/runtime.js";
 import { DiagnosticType, type DiagnosticSpec } from "../../../machinery/resources/types/security.js";
 import type { State } from "../../../state/types.js";
-import { activeConfig } from "../../config/active.js";
+import { machineConfig } from "../../../machinery/resources/types/config.js";
 import type { ClusterInfo, NodeInfo, NodeType } from "./nodes.js";
 import { SkipCheck, type ClusterCheck } from "./wait.js";
 
@@ -75,7 +75,7 @@ function missing(p: Pointer): string {
 
 function etcdDisabled(env: CheckEnv): boolean {
   if (env.etcdRuns?.() === false) return true;
-  const cfg: MachineConfig | undefined = activeConfig(env.state);
+  const cfg: MachineConfig | undefined = machineConfig(env.state);
   return !cfg?.cluster?.etcd?.ca?.crt;
 }
 

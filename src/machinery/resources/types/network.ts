@@ -418,3 +418,26 @@ export const NETWORK_TYPES: ResourceType[] = [
 export function registerNetworkTypes(registry: { register<S>(t: ResourceType<S>): unknown }): void {
   for (const t of NETWORK_TYPES) registry.register(t);
 }
+
+/** Ids of the NodeAddress resources (upstream's filtered views of the node's addresses). */
+export const NODE_ADDRESS = {
+  default: "default",
+  current: "current",
+  routed: "routed",
+  accumulative: "accumulative",
+  currentNoK8s: "current-no-k8s",
+  routedNoK8s: "routed-no-k8s",
+  accumulativeNoK8s: "accumulative-no-k8s",
+} as const;
+export const HOSTNAME_ID = "hostname";
+export const NETWORK_STATUS_ID = "status";
+
+/** Addresses of a NodeAddress spec without prefix lengths. */
+export function nodeAddressIPs(spec: Pick<NodeAddressSpec, "addresses"> | undefined): string[] {
+  return (spec?.addresses ?? []).map((p) => p.split("/")[0]);
+}
+
+/** The node's fully qualified name from its HostnameStatus. */
+export function fqdn(hs: Pick<HostnameStatusSpec, "hostname" | "domainname">): string {
+  return hs.domainname ? `${hs.hostname}.${hs.domainname}` : hs.hostname;
+}

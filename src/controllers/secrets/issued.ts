@@ -1,0 +1,34 @@
+/**
+ * When a controller re-issues certificates. Reconciles run on every input event, so issuing each time would
+ * rotate keys on unrelated changes; instead the output carries a digest of what it was issued from and when it
+ * must be renewed, and is re-issued only when that digest changes or the renewal time has come.
+ */
+import { createHash } from "node:crypto";
+import type { Resource } from "../../machinery/resources/resource.js";
+
+export const INPUTS_ANNOTATION = "machined.dev/issued-from";
+export const RENEW_ANNOTATION = "machined.dev/renew-at";
+
+export function digest(value: unknown): string {
+  return createHash("sha256").update(JSON.stringify(value)).digest("hex").slice(0, 32);
+}
+
+/** undefined: the existing output is current; otherwise why it must be issued again. */
+export function reissueReason(existing: Resource | undefined, inputs: string, now = Date.now()): string | undefined {
+  if (!existing) return "not issued yet";
+  if (existing.metadata.annotations[INPUTS_ANNOTATION] !== inputs) return "inputs changed";
+  const renewAt = Date.parse(existing.metadata.annotations[RENEW_ANNOTATION] ?? "");
+  if (!Number.isFinite(renewAt) || renewAt <= now) return "renewal due";
+  return undefined;
+}
+
+/** Annotations for a freshly issued output, renewed after `renewAfterMs`. */
+export function issuedAnnotations(inputs: string, renewAfterMs: number, now = Date.now()): Record<string, string> {
+  return { [INPUTS_ANNOTATION]: inputs, [RENEW_ANNOTATION]: new Date(now + renewAfterMs).toISOString() };
+}
+
+/** How long until the existing output is due for renewal (for requeueAfterMs). */
+export function msUntilRenewal(existing: Resource | undefined, now = Date.now()): number | undefined {
+  const renewAt = Date.parse(existing?.metadata.annotations[RENEW_ANNOTATION] ?? "");
+  return Number.isFinite(renewAt) ? Math.max(0, renewAt - now) : undefined;
+}

@@ -1,0 +1,185 @@
+/**
+ * The one wiring of the agent, for both entries (local mode and PID 1): the store, the node with its services,
+ * install and power given to its constructor, the controllers, and the API. The entries differ only in the
+ * options they pass: where state lives, whether the network is managed, how power works, how disks are found.
+ *
+ * The path from an ApplyConfiguration to a running process: API handler → ConfigApplier → Node stores the config
+ * and publishes the MachineConfig resource → controllers derive resources (hostname, addresses, secrets, etcd and
+ * kubelet specs) → service controllers ensure() services in the supervisor, and the API identity follows
+ * ApiCertificates. Nothing below the API calls back into what called it.
+ */
+import { Writable } from "node:stream";
+import pino, { type Logger } from "pino";
+import type { AddressInfo } from "node:net";
+import { EventBus } from "../state/events.js";
+import { InMemoryState } from "../state/inmem.js";
+import type { State } from "../state/types.js";
+import { Node, type NodePower } from "../lifecycle/node.js";
+import { SystemServices } from "../lifecycle/services.js";
+import { InstallManager, type InstallManagerOptions } from "../lifecycle/install/manager.js";
+import type { MachineConfig } from "../machinery/config/index.js";
+import { readSpec } from "../machinery/resources/read.js";
+import { HOSTNAME_ID, HostnameStatusType, NODE_ADDRESS, NodeAddressType, nodeAddressIPs } from "../machinery/resources/types/network.js";
+import type { ContainerdServiceOptions, EtcdServiceOptions } from "../supervisor/index.js";
+import type { CgroupManager } from "../host/cgroups.js";
+import type { ControllerRuntime } from "../state/runtime/index.js";
+import { ApiServer } from "../api/server.js";
+import { buildServices } from "../api/services.js";
+import { ApiIdentity, WORKER_WAITING_REASON } from "../api/identity.js";
+import type { ApiDeps } from "../api/deps.js";
+import { buildRegistry, publishDefinitions } from "./registry.js";
+import { startControllers, type ControllerWiring } from "./controllers.js";
+
+export interface AssembleOptions {
+  stateDir: string;
+  /** Local mode: simulated reboots, the host only observed. */
+  local: boolean;
+  listen: { host: string; port: number };
+  logLevel: string;
+  /** Run daemons (containerd, etcd, ...); false where the host cannot (not root, binaries missing). */
+  services: boolean;
+  /** Placement of the daemons (test ports and timings, containerd settings). */
+  serviceOptions?: { containerd?: false | Omit<ContainerdServiceOptions, "stateDir">; etcd?: Partial<Omit<EtcdServiceOptions, "spec" | "pki" | "stateDir">>; cgroups?: CgroupManager };
+  network: ControllerWiring["network"];
+  /** The kubelet's static pod folder the control plane manifests are written into. */
+  manifestsDir?: string;
+  install?: Partial<Omit<InstallManagerOptions, "node" | "stateDir" | "ctr" | "leaveEtcd">>;
+  /** PID 1: reboot(2) and power-off; absent in local mode (simulated). */
+  power?: NodePower;
+  /** PID 1: after the first install wrote the disk (STATE moves onto it, then the machine reboots into it). */
+  afterFirstInstall?: (node: Node, cfg: MachineConfig) => Promise<void>;
+  /** Extra startup facts for the "listening" line. */
+  startedAt?: number;
+}
+
+export interface RunningNode {
+  node: Node;
+  api: ApiServer;
+  services: SystemServices;
+  install: InstallManager;
+  runtime: ControllerRuntime;
+  state: State;
+  port: number;
+  log: Logger;
+  /** Stops controllers, the API and the services (process end, or PID 1 before reboot/power-off). */
+  stop(): Promise<void>;
+}
+
+/** A stream that drops writes until its real destination is attached. */
+class LateSink extends Writable {
+  private target: Writable | undefined;
+
+  attach(target: Writable): void {
+    this.target = target;
+  }
+
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    if (!this.target) return cb();
+    this.target.write(chunk, cb);
+  }
+}
+
+export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
+  // The agent's own log goes to stdout and to the `machined` service log (what `talosctl logs machined` reads).
+  const sink = new LateSink();
+  const log = pino({ level: o.logLevel, base: { service: "machined" } }, pino.multistream([{ stream: process.stdout }, { stream: sink }]));
+  const events = new EventBus();
+  const state = new InMemoryState();
+  const types = buildRegistry();
+  publishDefinitions(state, types);
+
+  const services = new SystemServices({ stateDir: o.stateDir, state, events, enabled: o.services, cgroups: o.serviceOptions?.cgroups });
+  sink.attach(services.logSink());
+
+  // The install manager needs the node (sequences, reboot) and the node needs the install hooks: both are built
+  // here, once, and the hooks reach the manager through this closure.
+  let install: InstallManager | undefined;
+  const node = new Node({
+    stateDir: o.stateDir,
+    local: o.local,
+    log,
+    state,
+    events,
+    services,
+    power: o.power,
+    install: {
+      beforeBoot: () => install!.hooks().beforeBoot(),
+      onFirstApply: async (cfg) => {
+        await install!.hooks().onFirstApply(cfg);
+        await o.afterFirstInstall?.(node, cfg);
+      },
+    },
+  });
+  install = new InstallManager({
+    node,
+    stateDir: o.stateDir,
+    ctr: () => (services.supervisor.info("containerd")?.state === "Running" ? services.containerd?.ctr : undefined),
+    leaveEtcd: async () => {
+      if (services.supervisor.info("etcd")?.state === "Running") await services.etcd?.leaveCluster(services.supervisor);
+    },
+    ...o.install,
+  });
+
+  const runtime = startControllers({
+    state,
+    log,
+    stateDir: o.stateDir,
+    setReadiness: (unmet) => node.setControllerReadiness(unmet),
+    network: o.network,
+    manifestsDir: o.manifestsDir,
+    services,
+    serviceOptions: { containerd: o.serviceOptions?.containerd, etcd: o.serviceOptions?.etcd },
+    etcdMemberId: async () => {
+      const etcd = services.etcd;
+      if (!etcd) throw new Error("etcd is not supervised on this node");
+      return (await etcd.status()).memberId;
+    },
+  });
+
+  // Names and addresses that mean "this node" for `nodes` routing: what the node's resources say it is.
+  const localNames = () => {
+    const addrs = nodeAddressIPs(readSpec(state, NodeAddressType, NODE_ADDRESS.accumulative));
+    const hostname = readSpec(state, HostnameStatusType, HOSTNAME_ID)?.hostname;
+    return [...addrs, "127.0.0.1", "::1", "localhost", ...(hostname ? [hostname] : []), o.listen.host];
+  };
+  const deps: ApiDeps = { node, state, types, log, platform: { name: "metal", mode: "metal" }, localNames, services, runtime, install };
+  const { api, identity, addr } = await serveApi(deps, o.listen);
+  log.info(
+    {
+      address: `${addr.address}:${addr.port}`,
+      mode: identity.mode?.kind,
+      stateDir: o.stateDir,
+      ...(o.startedAt !== undefined ? { startupMs: Math.round(performance.now() - o.startedAt) } : {}),
+    },
+    "machined API listening",
+  );
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      identity.stop();
+      await runtime.stop().catch(() => {});
+      await api.close().catch(() => {});
+      await services.shutdown().catch((err) => log.error({ err }, "stopping services failed"));
+    })());
+  return { node, api, services, install, runtime, state, port: addr.port, log, stop };
+}
+
+/**
+ * Boots the node and serves the API on `listen`: maintenance or mTLS as the resources say, switching (and rotating
+ * the server certificate) as they change. A worker without its API certificate says so in MachineStatus (and in the
+ * errors of calls it can't serve).
+ */
+async function serveApi(deps: ApiDeps, listen: { host: string; port: number }): Promise<{ api: ApiServer; identity: ApiIdentity; addr: AddressInfo }> {
+  const { node, log, state } = deps;
+  const api = new ApiServer(deps);
+  api.register(buildServices(deps));
+  const identity = new ApiIdentity(state, log);
+  identity.onMode((mode) => node.setCondition("apid", mode.kind === "waiting" ? WORKER_WAITING_REASON : undefined));
+  await node.boot();
+  const initial = await identity.initial();
+  const addr = await api.listen(listen.host, listen.port, initial);
+  identity.start(api);
+  node.onRestart(() => api.conns.closeAll());
+  return { api, identity, addr };
+}
