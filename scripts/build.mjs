@@ -4,7 +4,7 @@ import { chmodSync } from "node:fs";
 
 const started = performance.now();
 const result = await build({
-  entryPoints: ["src/pid1/entry.ts"],
+  entryPoints: ["src/main.ts"],
   outfile: "dist/machined.mjs",
   bundle: true,
   platform: "node",

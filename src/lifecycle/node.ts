@@ -20,7 +20,7 @@ import type { EventBus } from "../state/events.js";
 import type { State } from "../state/types.js";
 import { ConfigApplier } from "./apply.js";
 import { ConfigStore } from "./config-store.js";
-import { MachineStatusTracker } from "./machine-status.js";
+import { MachineStatusTracker } from "./stage-tracker.js";
 import { SequenceReporter } from "./sequence.js";
 
 /** The system services as the node's sequences see them (lifecycle/services.ts). */

@@ -15,9 +15,9 @@ import { MachineStatusType, RUNTIME_NS, ServiceType } from "../../src/machinery/
 import { DiagnosticType } from "../../src/machinery/resources/types/security.js";
 import { InMemoryState } from "../../src/state/inmem.js";
 import { ControllerRuntime } from "../../src/state/runtime/index.js";
-import { defaultClusterChecks, iBytes, K8S_CHECK_NAMES, MIN_EPHEMERAL_BYTES, type CheckEnv } from "../../src/controllers/cluster/check/checks.js";
-import { clusterInfoFromLists, clusterInfoFromMembers } from "../../src/controllers/cluster/check/nodes.js";
-import { dedupReporter, SkipCheck, waitChecks, type ClusterCheck } from "../../src/controllers/cluster/check/wait.js";
+import { defaultClusterChecks, iBytes, K8S_CHECK_NAMES, MIN_EPHEMERAL_BYTES, type CheckEnv } from "../../src/lifecycle/health/checks.js";
+import { clusterInfoFromLists, clusterInfoFromMembers } from "../../src/lifecycle/health/nodes.js";
+import { dedupReporter, SkipCheck, waitChecks, type ClusterCheck } from "../../src/lifecycle/health/wait.js";
 import type { ApiDeps } from "../../src/api/deps.js";
 import { healthHandlers } from "../../src/api/handlers/health.js";
 import { inspectHandlers } from "../../src/api/handlers/inspect.js";

@@ -13,7 +13,7 @@ import { applyPatches, parsePatch } from "../../src/machinery/config/patch/index
 import { loadConfig } from "../../src/machinery/config/index.js";
 import { apply, clusterConfigs, eventually, insecureClient, mtlsClient, talosconfigCreds, version } from "../api/harness.js";
 
-const ENTRY = path.resolve(__dirname, "../../src/pid1/entry.ts");
+const ENTRY = path.resolve(__dirname, "../../src/main.ts");
 // `node --import tsx` runs the TypeScript entry in this very process, so SIGKILL hits the agent itself.
 
 function freePort(): Promise<number> {

@@ -11,7 +11,7 @@ import { K8S_NS, NodenameType, type NodenameSpec } from "../../machinery/resourc
 import { RUNTIME_NS, VersionType, type VersionSpec } from "../../machinery/resources/types/runtime.js";
 import type { Controller, ReconcileContext } from "../../state/runtime/index.js";
 import { isControlPlane, machineConfig, machineConfigInput, machineType, machineTypeInput } from "../../machinery/resources/types/config.js";
-import { apiServerPort } from "../k8s/control-plane-args.js";
+import { apiServerPort } from "../../machinery/kubernetes/control-plane-args.js";
 import { fqdn, HOSTNAME_ID, HostnameStatusType, NETWORK_NS, NODE_ADDRESS, NodeAddressType, nodeAddressIPs } from "../../machinery/resources/types/network.js";
 import { pointer, readSpec } from "../../machinery/resources/read.js";
 

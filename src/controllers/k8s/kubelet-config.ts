@@ -8,7 +8,7 @@ import { KUBELET_IMAGE, DEFAULT_KUBERNETES_VERSION } from "../../machinery/gener
 import { K8S_NS, KubeletConfigType, type KubeletConfigSpec, type MountSpec } from "../../machinery/resources/types/k8s.js";
 import type { Controller } from "../../state/runtime/index.js";
 import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
-import { dnsDomain, dnsServiceAddrs, serviceCIDRs } from "./network.js";
+import { dnsDomain, dnsServiceAddrs, serviceCIDRs } from "../../machinery/kubernetes/network.js";
 
 export const KUBELET_ID = "kubelet";
 

@@ -16,9 +16,9 @@ import type { Controller, ReconcileContext } from "../../state/runtime/index.js"
 import { machineType, machineTypeInput } from "../../machinery/resources/types/config.js";
 import { NETWORK_NS, NODE_ADDRESS, NodeAddressType, nodeAddressIPs } from "../../machinery/resources/types/network.js";
 import { readSpec } from "../../machinery/resources/read.js";
-import { args, mergeArgs, renderArgs, type Args } from "./args.js";
+import { args, mergeArgs, renderArgs, type Args } from "../../machinery/kubernetes/args.js";
 import { KUBELET_ID } from "./kubelet-config.js";
-import { kubeletConfiguration } from "./kubelet-configuration.js";
+import { kubeletConfiguration } from "../../machinery/kubernetes/kubelet-configuration.js";
 
 /** Upstream's NodeIP resource, if anyone publishes it; otherwise the routed addresses are used. */
 const NODE_IP_TYPE = "NodeIPs.kubernetes.talos.dev";

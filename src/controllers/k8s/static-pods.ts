@@ -17,7 +17,7 @@ import {
   controllerManagerPod,
   schedulerPod,
   type PodVersions,
-} from "./pod-templates.js";
+} from "../../machinery/kubernetes/pod-templates.js";
 
 export interface StaticPodOptions {
   /** Render pods without waiting for a healthy etcd service (default false: wait, as upstream). */

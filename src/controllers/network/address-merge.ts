@@ -8,7 +8,7 @@ import type { Controller } from "../../state/runtime/index.js";
 import type { NetworkSection } from "../../machinery/config/index.js";
 import { AddressSpecType, type AddressSpecSpec, type ConfigLayerName } from "../../machinery/resources/types/network.js";
 import { mergeByLayer } from "./layers.js";
-import { formatPrefix, parsePrefix } from "./netaddr.js";
+import { formatPrefix, parsePrefix } from "../../machinery/net/addr.js";
 import { networkSection, NETWORK_CONFIG_NS, NETWORK_NS } from "./shared.js";
 
 export function addressSpec(linkName: string, text: string, layer: ConfigLayerName, scope = "global"): { id: string; spec: AddressSpecSpec } | undefined {

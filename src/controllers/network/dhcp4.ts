@@ -18,7 +18,7 @@ import {
   type ResolverSpecSpec,
 } from "../../machinery/resources/types/network.js";
 import { addressSpec } from "./address-merge.js";
-import { canonicalAddr } from "./netaddr.js";
+import { canonicalAddr } from "../../machinery/net/addr.js";
 import { routeSpec } from "./route-merge.js";
 import { networkSection, NETWORK_CONFIG_NS, NETWORK_NS, type NetworkEnv } from "./shared.js";
 

@@ -26,7 +26,7 @@ import {
   isMulticast,
   parsePrefix,
   type Prefix,
-} from "./netaddr.js";
+} from "../../machinery/net/addr.js";
 import { NETWORK_NS } from "./shared.js";
 
 const SCOPE_OK = new Set(["global", "site"]);

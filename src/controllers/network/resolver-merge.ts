@@ -14,7 +14,7 @@ import {
 } from "../../machinery/resources/types/network.js";
 import { HOSTNAME_ID } from "./hostname-merge.js";
 import { layerRank } from "./layers.js";
-import { canonicalAddr, parseAddr } from "./netaddr.js";
+import { canonicalAddr, parseAddr } from "../../machinery/net/addr.js";
 import { networkSection, NETWORK_CONFIG_NS, NETWORK_NS } from "./shared.js";
 
 export const RESOLVER_ID = "resolvers";

@@ -11,7 +11,7 @@ import { RouteSpecType, type ConfigLayerName, type RouteSpecSpec } from "../../m
 import { routeId } from "../../host/net/routes.js";
 import { vlanLinkName } from "./address-merge.js";
 import { mergeByLayer } from "./layers.js";
-import { formatAddr, formatPrefix, isLoopback, isMulticast, isUnspecified, parseAddr, parsePrefix } from "./netaddr.js";
+import { formatAddr, formatPrefix, isLoopback, isMulticast, isUnspecified, parseAddr, parsePrefix } from "../../machinery/net/addr.js";
 import { networkSection, NETWORK_CONFIG_NS, NETWORK_NS } from "./shared.js";
 
 export const DEFAULT_ROUTE_METRIC = 1024;

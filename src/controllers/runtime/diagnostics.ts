@@ -14,8 +14,8 @@ import type { Controller, ControllerStatus, ReconcileContext } from "../../state
 import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 import { NETWORK_NS, NodeAddressType } from "../../machinery/resources/types/network.js";
 import { readSpec } from "../../machinery/resources/read.js";
-import { podCIDRs, serviceCIDRs } from "../k8s/network.js";
-import { quoteList } from "../cluster/check/nodes.js";
+import { podCIDRs, serviceCIDRs } from "../../machinery/kubernetes/network.js";
+import { quoteList } from "../../machinery/format.js";
 
 export const DIAGNOSTICS_CONTROLLER = "runtime.DiagnosticsController";
 

@@ -11,7 +11,10 @@ import { TimeStatusType, type TimeStatusSpec } from "../../machinery/resources/t
 import type { MachineTypeName } from "../../machinery/resources/types/config.js";
 import type { Controller, ReconcileContext } from "../../state/runtime/index.js";
 import { isControlPlane, machineType, machineTypeInput } from "../../machinery/resources/types/config.js";
-import { KUBELET_SECRETS_TYPE, NETWORK_NS, NETWORK_STATUS_TYPE, NODE_STATUS_TYPE, type NetworkStatusLike } from "../config/external.js";
+import { NETWORK_NS, NETWORK_STATUS_ID, NetworkStatusType } from "../../machinery/resources/types/network.js";
+import { KubeletSecretsType, SECRETS_NS } from "../../machinery/resources/types/secrets.js";
+import { NodeStatusType } from "../../machinery/resources/types/k8s.js";
+import { readAll, readSpec } from "../../machinery/resources/read.js";
 
 export interface MachineStatusOptions {
   /** Receives the unmet conditions (empty = ready); called only in the booting and running stages. */
@@ -44,8 +47,8 @@ const timeCheck: Check = (ctx) => {
 };
 
 const networkCheck: Check = (ctx) => {
-  const s = ctx.get({ namespace: NETWORK_NS, type: NETWORK_STATUS_TYPE, id: "status" })?.spec as NetworkStatusLike | undefined;
-  if (!s) return missing(NETWORK_NS, NETWORK_STATUS_TYPE, "status");
+  const s = readSpec(ctx, NetworkStatusType, NETWORK_STATUS_ID);
+  if (!s) return missing(NETWORK_NS, NetworkStatusType.type, NETWORK_STATUS_ID);
   const notReady = [
     [s.addressReady, "address"],
     [s.connectivityReady, "connectivity"],
@@ -93,7 +96,7 @@ const nodeReadyCheck: Check = (ctx) => {
   const n = ctx.get({ namespace: K8S_NS, type: NodenameType.type, id: "nodename" })?.spec as NodenameSpec | undefined;
   // No node name yet, or the node is not registered at all: nothing to wait for.
   if (!n || n.skipNodeRegistration) return undefined;
-  const status = ctx.get({ namespace: K8S_NS, type: NODE_STATUS_TYPE, id: n.nodename })?.spec as { nodeReady?: boolean } | undefined;
+  const status = readSpec(ctx, NodeStatusType, n.nodename);
   if (!status) return `node ${JSON.stringify(n.nodename)} status is not available yet`;
   return status.nodeReady ? undefined : `node ${JSON.stringify(n.nodename)} is not ready`;
 };
@@ -121,18 +124,18 @@ export function readinessConditions(
 
 export function machineStatusController(opts: MachineStatusOptions): Controller {
   const required = opts.requiredServices ?? defaultRequiredServices;
-  const hasKubernetes = opts.hasKubernetes ?? ((ctx) => ctx.list("secrets", KUBELET_SECRETS_TYPE).length > 0);
+  const hasKubernetes = opts.hasKubernetes ?? ((ctx) => readAll(ctx, KubeletSecretsType).length > 0);
   return {
     name: "runtime.MachineStatusController",
     inputs: [
       { namespace: RUNTIME_NS, type: TimeStatusType.type, id: "node", kind: "weak" },
-      { namespace: NETWORK_NS, type: NETWORK_STATUS_TYPE, id: "status", kind: "weak" },
+      { namespace: NETWORK_NS, type: NetworkStatusType.type, id: NETWORK_STATUS_ID, kind: "weak" },
       { namespace: RUNTIME_NS, type: ServiceType.type, kind: "weak" },
       { namespace: K8S_NS, type: StaticPodStatusType.type, kind: "weak" },
       machineTypeInput,
       { namespace: K8S_NS, type: NodenameType.type, id: "nodename", kind: "weak" },
-      { namespace: K8S_NS, type: NODE_STATUS_TYPE, kind: "weak" },
-      { namespace: "secrets", type: KUBELET_SECRETS_TYPE, kind: "weak" },
+      { namespace: K8S_NS, type: NodeStatusType.type, kind: "weak" },
+      { namespace: SECRETS_NS, type: KubeletSecretsType.type, kind: "weak" },
       // The stage lives in the tracker; its resource tells us when readiness matters.
       { namespace: RUNTIME_NS, type: MachineStatusType.type, id: "machine", kind: "weak" },
     ],

@@ -15,7 +15,7 @@ import {
 } from "../../machinery/resources/types/network.js";
 import { CertSANType, OSRootType, SECRET_IDS, type CertSANSpec } from "../../machinery/resources/types/secrets.js";
 import type { Controller } from "../../state/runtime/index.js";
-import { certSANs } from "./cert-sans.js";
+import { certSANs } from "../../machinery/pki/cert-sans.js";
 
 export function apiCertSANsController(): Controller {
   const ptr = pointer(CertSANType, SECRET_IDS.api);

@@ -9,7 +9,7 @@ import { Role } from "../../machinery/role.js";
 import { pointer, read, readSpec } from "../../machinery/resources/read.js";
 import { APICertsType, CertSANType, OSRootType, SECRET_IDS, type APICertsSpec } from "../../machinery/resources/types/secrets.js";
 import type { Controller } from "../../state/runtime/index.js";
-import { digest, issuedAnnotations, msUntilRenewal, reissueReason } from "./issued.js";
+import { digest, issuedAnnotations, msUntilRenewal, reissueReason } from "../../machinery/resources/issued.js";
 
 export interface APICertsOptions {
   validityMs?: number;

@@ -17,7 +17,7 @@ import {
 } from "../../machinery/resources/types/network.js";
 import { EtcdCertsType, EtcdRootType, SECRET_IDS, type EtcdCertsSpec } from "../../machinery/resources/types/secrets.js";
 import type { Controller } from "../../state/runtime/index.js";
-import { digest, issuedAnnotations, reissueReason } from "./issued.js";
+import { digest, issuedAnnotations, reissueReason } from "../../machinery/resources/issued.js";
 
 /** Far beyond the certificates' 10 years: renewal is driven by input changes, not time. */
 const NEVER_MS = 50 * 365 * 24 * 3_600_000;

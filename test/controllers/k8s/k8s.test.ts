@@ -3,11 +3,11 @@ import { describe, expect, it } from "vitest";
 import { K8S_NS, KubeletConfigType, KubeletSpecType, NodenameType, StaticPodType, type KubeletConfigSpec, type KubeletSpecSpec, type NodenameSpec } from "../../../src/machinery/resources/types/k8s.js";
 import { RUNTIME_NS, ServiceType } from "../../../src/machinery/resources/types/runtime.js";
 import { InMemoryState } from "../../../src/state/inmem.js";
-import { args, mergeArgs, renderArgs } from "../../../src/controllers/k8s/args.js";
+import { args, mergeArgs, renderArgs } from "../../../src/machinery/kubernetes/args.js";
 import { kubeletConfigController } from "../../../src/controllers/k8s/kubelet-config.js";
 import { kubeletSpecController } from "../../../src/controllers/k8s/kubelet-spec.js";
 import { nodenameController, nodenameFromHostname } from "../../../src/controllers/k8s/nodename.js";
-import { dnsServiceAddrs } from "../../../src/controllers/k8s/network.js";
+import { dnsServiceAddrs } from "../../../src/machinery/kubernetes/network.js";
 import { controlPlaneStaticPodController } from "../../../src/controllers/k8s/static-pods.js";
 import { controlPlaneConfig, eventually, publishConfig, put, settle, spec, startRuntime } from "../runtime/harness.js";
 

@@ -10,7 +10,7 @@ import { renderHosts, renderResolvConf } from "../../../src/controllers/network/
 import { splitFQDN } from "../../../src/controllers/network/hostname-merge.js";
 import {
   broadcastAddr, comparePrefixV1, comparePrefixV2, formatPrefix, parsePrefix,
-} from "../../../src/controllers/network/netaddr.js";
+} from "../../../src/machinery/net/addr.js";
 import {
   addAddress, netnsTarget, parseLease, pid1Target, replaceRoute, setHostname, setLinkUp, writeEtcFiles, type NetTarget,
 } from "../../../src/host/net/apply.js";

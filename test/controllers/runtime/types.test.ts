@@ -34,6 +34,7 @@ const ROWS: Row[] = [
   ["KubeletSpecs.kubernetes.talos.dev", "k8s", "KubeletSpec", ["kubeletspec", "ks"], [], true],
   ["KubeletStatuses.kubernetes.talos.dev", "k8s", "KubeletStatus", ["kubeletstatus", "ks"], ["{.image}"]],
   ["KubeletConfigs.kubernetes.talos.dev", "k8s", "KubeletConfig", ["kubeletconfig", "kc", "kcs"], [], true],
+  ["NodeStatuses.kubernetes.talos.dev", "k8s", "NodeStatus", ["nodestatus", "ns"], ["{.nodeReady}", "{.unschedulable}"]],
   ["EtcdMembers.etcd.talos.dev", "etcd", "EtcdMember", ["etcdmember", "em", "ems"], ["{.memberID}"]],
   ["EtcdConfigs.etcd.talos.dev", "etcd", "EtcdConfig", ["etcdconfig", "ec", "ecs"], []],
   [

@@ -9,6 +9,7 @@ import {
   KubeletConfigSpecSchema,
   KubeletSpecSpecSchema,
   KubeletStatusSpecSchema,
+  NodeStatusSpecSchema,
   NodenameSpecSchema,
   StaticPodSpecSchema,
   StaticPodStatusSpecSchema,
@@ -186,6 +187,27 @@ export const KubeletStatusType: ResourceType<KubeletStatusSpec> = {
   toProto: (s) => specToProto(KubeletStatusSpecSchema, s),
 };
 
+/** NodeStatuses `<nodename>`: the node's own Kubernetes Node object as this node sees it (readiness, labels, CIDRs). */
+export interface NodeStatusSpec {
+  nodename: string;
+  nodeReady: boolean;
+  unschedulable: boolean;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  podCIDRs: string[];
+}
+
+export const NodeStatusType: ResourceType<NodeStatusSpec> = {
+  type: "NodeStatuses.kubernetes.talos.dev",
+  defaultNamespace: K8S_NS,
+  printColumns: [
+    { name: "Ready", jsonPath: "{.nodeReady}" },
+    { name: "Unschedulable", jsonPath: "{.unschedulable}" },
+  ],
+  toYaml: (s) => specToYaml({ ...s, labels: sortKeysDeep(s.labels), annotations: sortKeysDeep(s.annotations) }),
+  toProto: (s) => specToProto(NodeStatusSpecSchema, s, { fields: { podCIDRs: "pod_cid_rs" } }),
+};
+
 export const K8S_TYPES: ResourceType[] = [
   NodenameType,
   StaticPodType,
@@ -193,4 +215,5 @@ export const K8S_TYPES: ResourceType[] = [
   KubeletSpecType,
   KubeletConfigType,
   KubeletStatusType,
+  NodeStatusType,
 ] as ResourceType[];

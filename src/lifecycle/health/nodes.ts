@@ -2,10 +2,10 @@
  * Which nodes a health check covers: the lists from the request, or the cluster Members this node
  * knows (first address = the node's internal IP), grouped by machine type.
  */
-import { invalidArgument } from "../../../machinery/errors.js";
-import { parseIP } from "../../../machinery/resources/protoenc.js";
-import type { Resource } from "../../../machinery/resources/resource.js";
-import type { MemberSpec } from "../../../machinery/resources/types/cluster.js";
+import { invalidArgument } from "../../machinery/errors.js";
+import { parseIP } from "../../machinery/resources/protoenc.js";
+import type { Resource } from "../../machinery/resources/resource.js";
+import type { MemberSpec } from "../../machinery/resources/types/cluster.js";
 
 export type NodeType = "init" | "controlplane" | "worker";
 
@@ -44,6 +44,4 @@ export function clusterInfoFromMembers(members: Resource[]): ClusterInfo {
 }
 
 /** Go's `%q` of a string list, as in `discovered nodes: ["10.5.0.2" "10.5.0.3"]`. */
-export function quoteList(l: string[]): string {
-  return `[${l.map((s) => JSON.stringify(s)).join(" ")}]`;
-}
+export { quoteList } from "../../machinery/format.js";

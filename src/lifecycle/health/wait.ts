@@ -4,7 +4,7 @@
  * state is `...` (first attempt pending), `OK`, `SKIP`, or the last error. The reporter drops a line
  * equal to the previous one. The whole run shares one deadline.
  */
-import { ApiError, Code } from "../../../machinery/errors.js";
+import { ApiError, Code } from "../../machinery/errors.js";
 
 /** Thrown (or returned as `{ skip }`) by a check that does not apply to this cluster. */
 export class SkipCheck extends Error {

@@ -1,6 +1,6 @@
 /** Building a CertSAN spec as upstream's CertSANSpec methods do: skip duplicates and empty names, drop trailing dots, sort. */
-import { parseIP } from "../../machinery/config/net.js";
-import type { CertSANSpec } from "../../machinery/resources/types/secrets.js";
+import { parseIP } from "../config/net.js";
+import type { CertSANSpec } from "../resources/types/secrets.js";
 
 export function certSANs(ips: string[], dnsNames: string[], fqdn: string): CertSANSpec {
   const ipSet = new Map<string, number[]>();

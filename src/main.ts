@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /** Process entry: PID 1 in the image (`machined init`), otherwise the CLI. */
 // first: the SIGUSR1 guard must exist before any other module code runs (signals.ts)
-import "./inspector-guard.js";
+import "./pid1/inspector-guard.js";
 import "reflect-metadata";
-import { main } from "../cli/main.js";
+import { main } from "./cli/main.js";
 
 main(process.argv.slice(2)).then(
   (code) => {

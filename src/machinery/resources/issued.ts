@@ -4,7 +4,7 @@
  * must be renewed, and is re-issued only when that digest changes or the renewal time has come.
  */
 import { createHash } from "node:crypto";
-import type { Resource } from "../../machinery/resources/resource.js";
+import type { Resource } from "./resource.js";
 
 export const INPUTS_ANNOTATION = "machined.dev/issued-from";
 export const RENEW_ANNOTATION = "machined.dev/renew-at";

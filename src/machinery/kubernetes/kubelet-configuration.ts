@@ -3,8 +3,8 @@
  * plain map published in KubeletSpec.config. User `extraConfig` is the starting point; the fields the
  * agent must control are refused, and unset fields get Talos's defaults.
  */
-import type { MachineTypeName } from "../../machinery/resources/types/config.js";
-import type { KubeletConfigSpec } from "../../machinery/resources/types/k8s.js";
+import type { MachineTypeName } from "../resources/types/config.js";
+import type { KubeletConfigSpec } from "../resources/types/k8s.js";
 
 /** Fields extraConfig may not set (upstream kubelet.ProtectedConfigurationFields). */
 export const PROTECTED_FIELDS = [

@@ -4,15 +4,15 @@
  * needs another node reports that node as unreachable. Checks that need the Kubernetes API skip with a
  * reason: this agent has no Kubernetes client.
  */
-import type { MachineConfig } from "../../../machinery/config/index.js";
-import type { Pointer } from "../../../machinery/resources/resource.js";
-import { VolumeStatusType, type VolumeStatusSpec } from "../../../machinery/resources/types/block.js";
-import { EtcdMemberType, ETCD_NS } from "../../../machinery/resources/types/etcd.js";
-import { K8S_NS, KubeletConfigType } from "../../../machinery/resources/types/k8s.js";
-import { MachineStatusType, RUNTIME_NS, ServiceType, STAGES, type MachineStatusSpec, type ServiceSpec } from "../../../machinery/resources/types/runtime.js";
-import { DiagnosticType, type DiagnosticSpec } from "../../../machinery/resources/types/security.js";
-import type { State } from "../../../state/types.js";
-import { machineConfig } from "../../../machinery/resources/types/config.js";
+import type { MachineConfig } from "../../machinery/config/index.js";
+import type { Pointer } from "../../machinery/resources/resource.js";
+import { VolumeStatusType, type VolumeStatusSpec } from "../../machinery/resources/types/block.js";
+import { EtcdMemberType, ETCD_NS } from "../../machinery/resources/types/etcd.js";
+import { K8S_NS, KubeletConfigType } from "../../machinery/resources/types/k8s.js";
+import { MachineStatusType, RUNTIME_NS, ServiceType, STAGES, type MachineStatusSpec, type ServiceSpec } from "../../machinery/resources/types/runtime.js";
+import { DiagnosticType, type DiagnosticSpec } from "../../machinery/resources/types/security.js";
+import type { State } from "../../state/types.js";
+import { machineConfig } from "../../machinery/resources/types/config.js";
 import type { ClusterInfo, NodeInfo, NodeType } from "./nodes.js";
 import { SkipCheck, type ClusterCheck } from "./wait.js";
 

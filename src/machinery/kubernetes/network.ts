@@ -1,7 +1,7 @@
 /** Kubernetes network facts derived from the cluster config, with the defaults Talos applies. */
-import type { MachineConfig } from "../../machinery/config/index.js";
-import { DEFAULT_DNS_DOMAIN, POD_CIDR_V4, SERVICE_CIDR_V4 } from "../../machinery/generate/constants.js";
-import { parseIP } from "../../machinery/resources/protoenc.js";
+import type { MachineConfig } from "../config/index.js";
+import { DEFAULT_DNS_DOMAIN, POD_CIDR_V4, SERVICE_CIDR_V4 } from "../generate/constants.js";
+import { parseIP } from "../resources/protoenc.js";
 
 export function serviceCIDRs(cfg: MachineConfig): string[] {
   const s = cfg.cluster?.network?.serviceSubnets;

@@ -3,7 +3,7 @@
  * the certificates Talos writes under /system/secrets/kubernetes, user extraArgs merged under the
  * same allow/deny rules) from the cluster section of the machine config.
  */
-import type { MachineConfig } from "../../machinery/config/index.js";
+import type { MachineConfig } from "../config/index.js";
 import { args, extraArgs, mergeArgs, renderArgs, type MergePolicy } from "./args.js";
 import { podCIDRs, serviceCIDRs } from "./network.js";
 

@@ -3,14 +3,14 @@
  * YAML spec of a StaticPod resource is this manifest): host network, read-only root, the component's
  * secrets/config folders as hostPath volumes, tmpfs-backed /tmp and /var/run/kubernetes, probes.
  */
-import type { MachineConfig } from "../../machinery/config/index.js";
+import type { MachineConfig } from "../config/index.js";
 import {
   DEFAULT_KUBERNETES_VERSION,
   KUBE_APISERVER_IMAGE,
   KUBE_CONTROLLER_MANAGER_IMAGE,
   KUBE_SCHEDULER_IMAGE,
-} from "../../machinery/generate/constants.js";
-import type { PodManifest } from "../../machinery/resources/types/k8s.js";
+} from "../generate/constants.js";
+import type { PodManifest } from "../resources/types/k8s.js";
 import {
   APISERVER_CONFIG,
   APISERVER_SECRETS,

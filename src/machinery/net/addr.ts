@@ -2,7 +2,7 @@
  * IP address and prefix helpers with Go netip semantics (text form, ordering, containment), because
  * resource ids and YAML carry addresses exactly as Talos prints them.
  */
-import { parseIP } from "../../machinery/resources/protoenc.js";
+import { parseIP } from "../resources/protoenc.js";
 
 export interface Prefix {
   /** 4 or 16 bytes. */
