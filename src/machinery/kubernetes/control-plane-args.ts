@@ -7,12 +7,8 @@ import type { MachineConfig } from "../config/index.js";
 import { args, extraArgs, mergeArgs, renderArgs, type MergePolicy } from "./args.js";
 import { podCIDRs, serviceCIDRs } from "./network.js";
 
-export const APISERVER_SECRETS = "/system/secrets/kubernetes/kube-apiserver";
-export const APISERVER_CONFIG = "/system/config/kubernetes/kube-apiserver";
-export const CONTROLLER_MANAGER_SECRETS = "/system/secrets/kubernetes/kube-controller-manager";
-export const SCHEDULER_SECRETS = "/system/secrets/kubernetes/kube-scheduler";
-export const SCHEDULER_CONFIG = "/system/config/kubernetes/kube-scheduler";
-export const AUDIT_LOG_DIR = "/var/log/audit/kube";
+export { APISERVER_CONFIG, APISERVER_SECRETS, AUDIT_LOG_DIR, CONTROLLER_MANAGER_SECRETS, SCHEDULER_CONFIG, SCHEDULER_SECRETS } from "../paths.js";
+import { APISERVER_CONFIG, APISERVER_SECRETS, AUDIT_LOG_DIR, CONTROLLER_MANAGER_SECRETS, SCHEDULER_CONFIG, SCHEDULER_SECRETS } from "../paths.js";
 export const DEFAULT_API_PORT = 6443;
 
 const denied = (...keys: string[]): Record<string, MergePolicy> => Object.fromEntries(keys.map((k) => [k, "denied"]));
