@@ -34,6 +34,8 @@ export interface Syscalls {
   sethostname(name: string): void;
   /** chroot(2); PID 1 uses it once, to switch from the initramfs to rootfs.sqsh */
   chroot(path: string): void;
+  /** pivot_root(2): the local-mode sandbox makes its private root the process's root (like a container runtime) */
+  pivotRoot(newRoot: string, putOld: string): void;
   /**
    * ioctl(2): `arg` is either a buffer (passed by pointer; the kernel may write into it) or an integer.
    * Returns the (non-negative) result; -1 becomes a SyscallError.
@@ -139,6 +141,9 @@ class LibcSyscalls implements Syscalls {
   sethostname(name: string): void {
     this.check(this.c.sethostname(name, Buffer.byteLength(name)), "sethostname", name);
   }
+  pivotRoot(newRoot: string, putOld: string): void {
+    this.check(this.c.pivotRoot(newRoot, putOld), "pivot_root", `${newRoot} ${putOld}`);
+  }
   chroot(path: string): void {
     this.check(this.c.chroot(path), "chroot", path);
   }
@@ -220,6 +225,9 @@ export class FakeSyscalls implements Syscalls {
   sethostname(name: string): void {
     this.record("sethostname", [name]);
     this.hostname = name;
+  }
+  pivotRoot(newRoot: string, putOld: string): void {
+    this.record("pivotRoot", [newRoot, putOld]);
   }
   chroot(path: string): void {
     this.record("chroot", [path]);

@@ -34,6 +34,8 @@ export interface AssembleOptions {
   stateDir: string;
   /** Local mode: simulated reboots, the host only observed. */
   local: boolean;
+  /** Local mode inside a sandbox (own namespaces and root): upstream paths, Kubernetes can run. */
+  sandbox?: boolean;
   listen: { host: string; port: number };
   logLevel: string;
   /** Run daemons (containerd, etcd, ...); false where the host cannot (not root, binaries missing). */

@@ -27,7 +27,7 @@ export interface ControllerWiring {
   stateDir: string;
   setReadiness(unmet: UnmetCondition[]): void;
   /** Manage the network: only for PID 1 or a named network namespace. */
-  network: { manage: false } | { manage: true; pid1?: boolean; netns?: string; etcRoot?: string };
+  network: { manage: false } | { manage: true; pid1?: boolean; sandbox?: boolean; netns?: string; etcRoot?: string };
   /** Disk-image files offered as install targets (local mode). */
   diskFiles?: () => string[];
   /** The kubelet's static pod folder the control plane manifests are written into. */

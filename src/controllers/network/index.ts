@@ -5,7 +5,7 @@
  * (checked against the real PID). In local mode (`manage: false`) nothing here changes the host.
  */
 import type { Controller } from "../../state/runtime/index.js";
-import { netnsTarget, pid1Target, type NetTarget } from "../../host/net/apply.js";
+import { netnsTarget, pid1Target, sandboxTarget, type NetTarget } from "../../host/net/apply.js";
 import {
   observeAddresses,
   observeHostname,
@@ -40,6 +40,8 @@ export interface NetworkControllerOptions {
   manage: boolean;
   /** Manage the host's own network; only honoured when this process really is PID 1. */
   pid1?: boolean;
+  /** Manage the network of the sandbox this process runs in (local mode with --sandbox). */
+  sandbox?: boolean;
   /**
    * Folder for resolv.conf and hosts. When managing, they are written there (not written at all without
    * it); readiness (NetworkStatus.etcFilesReady) checks this folder, or /etc when not given.
@@ -58,10 +60,11 @@ export interface NetworkControllerOptions {
 }
 
 /** Decides what we may change; throws for `manage: true` without an explicit target. */
-export function networkTarget(opts: Pick<NetworkControllerOptions, "netns" | "manage" | "pid1">): NetTarget | undefined {
+export function networkTarget(opts: Pick<NetworkControllerOptions, "netns" | "manage" | "pid1" | "sandbox">): NetTarget | undefined {
   if (!opts.manage) return undefined;
   if (opts.netns) return netnsTarget(opts.netns);
   if (opts.pid1) return pid1Target();
+  if (opts.sandbox) return sandboxTarget();
   throw new Error("network: manage requires a network namespace (netns) or pid1: true; refusing to change the host network");
 }
 

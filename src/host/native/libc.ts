@@ -25,6 +25,8 @@ export interface LibcBindings {
   finitModule(fd: number, params: string, flags: number): number;
   sethostname(name: string, len: number): number;
   chroot(path: string): number;
+  /** pivot_root(2) (no glibc wrapper: through syscall(2)) */
+  pivotRoot(newRoot: string, putOld: string): number;
   /** ioctl with a pointer argument (a struct in `arg`, read and written in place) */
   ioctlPtr(fd: number, request: number, arg: Buffer): number;
   /** ioctl with an integer argument */
@@ -35,6 +37,7 @@ export interface LibcBindings {
 
 // glibc has no finit_module wrapper, so it goes through syscall(2); the number differs per arch.
 const SYS_finit_module: Partial<Record<string, number>> = { x64: 313, arm64: 273 };
+const SYS_pivot_root: Partial<Record<string, number>> = { x64: 155, arm64: 41 };
 
 interface KoffiLike {
   load(path: string | null): { func(decl: string): KoffiFn };
@@ -79,6 +82,11 @@ export function loadLibc(): LibcBindings {
     },
     sethostname: (name, len) => sethostname(name, len) as number,
     chroot: (p) => chroot(p) as number,
+    pivotRoot: (n, o) => {
+      const nr = SYS_pivot_root[process.arch];
+      if (nr === undefined) throw new Error(`pivot_root: unsupported architecture ${process.arch}`);
+      return Number(syscall(nr, "const char *", n, "const char *", o));
+    },
     ioctlPtr: (fd, req, arg) => ioctlPtr(fd, req, arg) as number,
     ioctlInt: (fd, req, arg) => ioctlInt(fd, req, arg) as number,
     errno: () => koffi.errno(),

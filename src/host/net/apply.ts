@@ -36,13 +36,24 @@ export function pid1Target(pid = process.pid): NetTarget {
   return t;
 }
 
+/**
+ * The network, hostname and /etc of a local-mode sandbox (src/host/sandbox.ts): the process runs in network and UTS
+ * namespaces of its own, so they are managed like PID 1's.
+ */
+export function sandboxTarget(): NetTarget {
+  if (process.env.MACHINED_SANDBOXED !== "1") throw new Error("refusing to manage the host network: not inside a machined sandbox");
+  const t: NetTarget = Object.freeze({ kind: "pid1" });
+  issued.add(t);
+  return t;
+}
+
 function check(t: NetTarget): NetTarget {
   if (!issued.has(t)) throw new Error("network target was not created by netnsTarget() or pid1Target()");
   return t;
 }
 
 export function describeTarget(t: NetTarget): string {
-  return t.kind === "netns" ? `netns ${t.netns}` : "host network (PID 1)";
+  return t.kind === "netns" ? `netns ${t.netns}` : "this node's own network (PID 1 or sandbox)";
 }
 
 /** Runs `ip [-n NS] ...`; kernel errors come back as the stderr text. */
