@@ -6,6 +6,7 @@ import type { InstallManager } from "../lifecycle/install/manager.js";
 import type { State } from "../state/types.js";
 import type { ControllerRuntime } from "../state/runtime/index.js";
 import type { TypeRegistry } from "../machinery/resources/registry.js";
+import type { Files } from "../host/files/index.js";
 
 export interface ApiDeps {
   node: Node;
@@ -21,4 +22,6 @@ export interface ApiDeps {
   services?: NodeServices;
   /** Install/upgrade/rollback/reset/META on the system disk (src/lifecycle/install); absent → Unimplemented. */
   install?: InstallManager;
+  /** The filesystem the file RPCs read (List, Read, Copy, DiskUsage); the host's own when absent. */
+  files?: Files;
 }
