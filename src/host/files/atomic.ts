@@ -45,7 +45,8 @@ export async function writeFileAtomic(files: Files, target: string, data: Atomic
   }
 }
 
-async function writeAll(fh: { write(d: Uint8Array, o?: number, l?: number, p?: number | null): Promise<{ bytesWritten: number }> }, data: Uint8Array): Promise<void> {
+/** Writes every byte of `data` at the handle's current offset (a single write may be partial). */
+export async function writeAll(fh: { write(d: Uint8Array, o?: number, l?: number, p?: number | null): Promise<{ bytesWritten: number }> }, data: Uint8Array): Promise<void> {
   for (let done = 0; done < data.length; ) {
     const { bytesWritten } = await fh.write(data, done, data.length - done, null);
     done += bytesWritten;
