@@ -12,7 +12,7 @@ import { rollback as rollbackSlots, readSlotState, DEFAULT_TRIES, type UpgradeRe
 import { discoverDisks, type DiskInfo } from "../../host/disks.js";
 import type { MachineConfig } from "../../machinery/config/index.js";
 import { registriesOf } from "../../machinery/config/registries.js";
-import { listImages, removeImage, type ImageInfo } from "./images.js";
+import { listImages, removeImage, type ImageInfo } from "../images/store.js";
 import { ApiError, Code, alreadyExists, failedPrecondition, invalidArgument, notFound } from "../../machinery/errors.js";
 import { machinedVersion } from "../../machinery/version.js";
 import type { Ctr } from "../../supervisor/index.js";
@@ -22,7 +22,7 @@ import { BootFlow } from "./boot.js";
 import { chooseInstallDisk, installCandidates, installSystem, localSkipReason, type InstallSpec } from "./install.js";
 import { readInstaller, unpackInstaller, verifyInstaller, writeLocalPayload, type InstallerPayload } from "./payload.js";
 import { publishDiagnostics, publishMetaKeys } from "./publish.js";
-import { ImagePuller, type PullProgress, type PulledImage } from "./pull.js";
+import { ImagePuller, type PullProgress, type PulledImage } from "../images/pull.js";
 import { runReset, validateReset, type ResetRequestLike } from "./reset-flow.js";
 import { SystemDisk, SystemDiskRecord } from "./system-disk.js";
 import { rebootNow, reporter, type Reporter } from "./tasks.js";

@@ -11,9 +11,9 @@ import { createReadStream } from "node:fs";
 import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { SlotPayload } from "../../boot/slot-files.js";
-import { verifyingStream } from "./oci.js";
-import type { PulledImage } from "./pull.js";
-import { extractTar } from "./tar-read.js";
+import { verifyingStream } from "../images/oci.js";
+import type { PulledImage } from "../images/pull.js";
+import { extractTar } from "../images/tar-read.js";
 
 export type FailMarker = "crash" | "panic" | "not-ready";
 export const FAIL_MARKERS: readonly FailMarker[] = ["crash", "panic", "not-ready"];
