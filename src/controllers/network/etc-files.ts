@@ -4,8 +4,8 @@
  * address with its FQDN, IPv6 names, `machine.network.extraHostEntries`) in upstream's layout and writes
  * them into the etc folder. It has no outputs: the files are the result.
  */
-import { readFile } from "node:fs/promises";
 import path from "node:path";
+import { hostFiles, type Files } from "../../host/files/index.js";
 import type { Controller } from "../../state/runtime/index.js";
 import { writeEtcFiles } from "../../host/net/apply.js";
 import {
@@ -47,7 +47,7 @@ export function renderHosts(hostname: HostnameStatusSpec | undefined, defaultAdd
   return columns(rows);
 }
 
-export function etcFileController(etcRoot: string): Controller {
+export function etcFileController(etcRoot: string, fs: Files = hostFiles): Controller {
   return {
     name: "network.EtcFileController",
     inputs: [
@@ -70,11 +70,11 @@ export function etcFileController(etcRoot: string): Controller {
       if (resolvers) files["resolv.conf"] = renderResolvConf(resolvers);
       // Rewrite only what changed, so readers are not disturbed every reconcile.
       for (const [name, content] of Object.entries(files)) {
-        const old = await readFile(path.join(etcRoot, name), "utf8").catch(() => undefined);
+        const old = await fs.readFile(path.join(etcRoot, name), "utf8").catch(() => undefined);
         if (old === content) delete files[name];
       }
       if (Object.keys(files).length) {
-        await writeEtcFiles(etcRoot, files);
+        await writeEtcFiles(etcRoot, files, fs);
         ctx.log("wrote etc files", { files: Object.keys(files), etcRoot });
       }
     },
