@@ -14,7 +14,7 @@ import { join, resolve } from "node:path";
 import { diskFromFile } from "../src/host/disks.js";
 import { installSystem } from "../src/lifecycle/install/install.js";
 import { readInstaller, unpackInstaller, verifyInstaller, type InstallerPayload } from "../src/lifecycle/install/payload.js";
-import { ImagePuller } from "../src/lifecycle/install/pull.js";
+import { ImagePuller } from "../src/lifecycle/images/pull.js";
 import { quiet } from "../src/lifecycle/install/tasks.js";
 import { writeInactiveSlot } from "../src/lifecycle/install/upgrade.js";
 

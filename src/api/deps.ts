@@ -3,9 +3,11 @@ import type { Logger } from "pino";
 import type { Node } from "../lifecycle/node.js";
 import type { SystemServices } from "../lifecycle/services.js";
 import type { InstallManager } from "../lifecycle/install/manager.js";
+import type { ImageManager } from "../lifecycle/images/manager.js";
 import type { State } from "../state/types.js";
 import type { ControllerRuntime } from "../state/runtime/index.js";
 import type { TypeRegistry } from "../machinery/resources/registry.js";
+import type { Files } from "../host/files/index.js";
 
 export interface ApiDeps {
   node: Node;
@@ -21,4 +23,8 @@ export interface ApiDeps {
   services?: SystemServices;
   /** Install/upgrade/rollback/reset/META on the system disk (src/lifecycle/install); absent → Unimplemented. */
   install?: InstallManager;
+  /** ImageService (pull/list/remove); needs containerd, not an install target. Falls back to install.images. */
+  images?: ImageManager;
+  /** The filesystem the file RPCs read (List, Read, Copy, DiskUsage); the host's own when absent. */
+  files?: Files;
 }

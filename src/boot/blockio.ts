@@ -1,104 +1,10 @@
 /**
- * Positional byte access to a disk image file or a block device. GPT, META and slot images all go through this
- * interface so tests can wrap it (to cut the power after N writes) without touching real devices.
+ * Positional byte access to a disk image file or a block device (src/host/block/io.ts), plus RegionIO: a window
+ * onto one partition, so GPT, META and slot code address partitions by their own offsets.
  */
-import { promises as fs, constants as fsc } from "node:fs";
-import type { FileHandle } from "node:fs/promises";
-import { readFile } from "node:fs/promises";
+import type { BlockIO } from "../host/block/io.js";
 
-export interface BlockIO {
-  readonly path: string;
-  /** Size in bytes of the whole file/device. */
-  size(): Promise<number>;
-  /** Reads exactly `length` bytes; bytes past the end read as zeros (a sparse or short image). */
-  read(offset: number, length: number): Promise<Buffer>;
-  write(offset: number, data: Uint8Array): Promise<void>;
-  /** fsync: the point after which a power cut cannot lose what was written. */
-  sync(): Promise<void>;
-  close(): Promise<void>;
-}
-
-class FileBlockIO implements BlockIO {
-  constructor(
-    readonly path: string,
-    private readonly fh: FileHandle,
-    private readonly blockDevice: boolean,
-    private readonly deviceSize: number,
-  ) {}
-
-  async size(): Promise<number> {
-    if (this.blockDevice) return this.deviceSize;
-    return (await this.fh.stat()).size;
-  }
-
-  async read(offset: number, length: number): Promise<Buffer> {
-    const buf = Buffer.alloc(length);
-    let done = 0;
-    while (done < length) {
-      const { bytesRead } = await this.fh.read(buf, done, length - done, offset + done);
-      if (bytesRead === 0) break; // past EOF: the rest stays zero
-      done += bytesRead;
-    }
-    return buf;
-  }
-
-  async write(offset: number, data: Uint8Array): Promise<void> {
-    let done = 0;
-    while (done < data.length) {
-      const { bytesWritten } = await this.fh.write(data, done, data.length - done, offset + done);
-      if (bytesWritten === 0) throw new Error(`${this.path}: short write at offset ${offset + done}`);
-      done += bytesWritten;
-    }
-  }
-
-  async sync(): Promise<void> {
-    await this.fh.sync();
-  }
-
-  async close(): Promise<void> {
-    await this.fh.close();
-  }
-}
-
-/**
- * Size of a block device from sysfs: Node cannot issue BLKGETSIZE64, but /sys/dev/block/M:m/size always
- * counts 512-byte units whatever the logical sector size is.
- */
-async function blockDeviceSize(rdev: number): Promise<number> {
-  const major = Math.floor(rdev / 256) & 0xfff;
-  const minor = (rdev & 0xff) | ((Math.floor(rdev / 4096) & 0xfff00) >>> 0);
-  const text = await readFile(`/sys/dev/block/${major}:${minor}/size`, "utf8");
-  return Number(text.trim()) * 512;
-}
-
-export async function openBlockIO(path: string, opts: { write?: boolean; create?: boolean } = {}): Promise<BlockIO> {
-  let flags = opts.write ? fsc.O_RDWR : fsc.O_RDONLY;
-  if (opts.create) flags |= fsc.O_CREAT;
-  const fh = await fs.open(path, flags, 0o644);
-  try {
-    const st = await fh.stat();
-    const isBlock = st.isBlockDevice();
-    if (!isBlock && !st.isFile()) throw new Error(`${path} is neither a regular file nor a block device`);
-    return new FileBlockIO(path, fh, isBlock, isBlock ? await blockDeviceSize(st.rdev) : 0);
-  } catch (err) {
-    await fh.close();
-    throw err;
-  }
-}
-
-/** Convenience for code that needs one read/write and must always close. */
-export async function withBlockIO<T>(
-  path: string,
-  opts: { write?: boolean; create?: boolean },
-  fn: (io: BlockIO) => Promise<T>,
-): Promise<T> {
-  const io = await openBlockIO(path, opts);
-  try {
-    return await fn(io);
-  } finally {
-    await io.close();
-  }
-}
+export { openBlockIO, withBlockIO, type BlockIO } from "../host/block/io.js";
 
 /** A window onto part of another BlockIO (one partition); offsets are relative to the window start. */
 export class RegionIO implements BlockIO {

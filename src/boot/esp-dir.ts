@@ -1,12 +1,15 @@
 /** EspFs over a mounted directory (the running node's ESP mount, or a plain folder in tests). */
-import { promises as fs } from "node:fs";
 import { dirname, join } from "node:path";
+import { hostFiles, isNotFound, writeAll, type Files } from "../host/files/index.js";
 import { joinEsp, type EspEntry, type EspFs } from "./esp.js";
 
 export class DirEsp implements EspFs {
   readonly where: string;
 
-  constructor(private readonly root: string) {
+  constructor(
+    private readonly root: string,
+    private readonly files: Files = hostFiles,
+  ) {
     this.where = `ESP mounted at ${root}`;
   }
 
@@ -16,19 +19,19 @@ export class DirEsp implements EspFs {
 
   async list(dir: string): Promise<EspEntry[]> {
     try {
-      const ents = await fs.readdir(this.p(dir), { withFileTypes: true });
+      const ents = await this.files.entries(this.p(dir));
       return ents.map((e) => ({ name: e.name, dir: e.isDirectory() }));
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+      if (isNotFound(err)) return [];
       throw err;
     }
   }
 
   async read(path: string): Promise<Buffer | undefined> {
     try {
-      return await fs.readFile(this.p(path));
+      return await this.files.readFile(this.p(path));
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      if (isNotFound(err)) return undefined;
       throw err;
     }
   }
@@ -44,9 +47,9 @@ export class DirEsp implements EspFs {
   }
 
   async write(path: string, data: Uint8Array): Promise<void> {
-    const fh = await fs.open(this.p(path), "w");
+    const fh = await this.files.open(this.p(path), "w");
     try {
-      await fh.writeFile(data);
+      await writeAll(fh, data);
       await fh.sync();
     } finally {
       await fh.close();
@@ -54,13 +57,13 @@ export class DirEsp implements EspFs {
   }
 
   async copyIn(hostPath: string, path: string): Promise<void> {
-    await fs.copyFile(hostPath, this.p(path));
+    await this.files.copyFile(hostPath, this.p(path));
   }
 
   async rename(from: string, to: string): Promise<void> {
-    await fs.rename(this.p(from), this.p(to));
+    await this.files.rename(this.p(from), this.p(to));
     // make the rename durable: it is the commit point for boot entries
-    const dh = await fs.open(dirname(this.p(to)), "r");
+    const dh = await this.files.open(dirname(this.p(to)), "r");
     try {
       await dh.sync();
     } finally {
@@ -69,19 +72,14 @@ export class DirEsp implements EspFs {
   }
 
   async remove(path: string): Promise<void> {
-    await fs.rm(this.p(path), { force: true });
+    await this.files.rm(this.p(path), { force: true });
   }
 
   async mkdir(path: string): Promise<void> {
-    await fs.mkdir(this.p(path), { recursive: true });
+    await this.files.mkdir(this.p(path), { recursive: true });
   }
 
   async exists(path: string): Promise<boolean> {
-    try {
-      await fs.access(this.p(path));
-      return true;
-    } catch {
-      return false;
-    }
+    return this.files.exists(this.p(path));
   }
 }

@@ -2,9 +2,8 @@
  * EspFs over mtools ("img@@offset"), so install and tests can edit a FAT filesystem inside a disk image
  * without loop devices or root. Each call is one short-lived mtools process.
  */
-import { mkdtemp, open, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { hostFiles as files } from "../host/files/index.js";
 import { joinEsp, type EspEntry, type EspFs } from "./esp.js";
 import { runTool, ToolError } from "./tools.js";
 
@@ -32,7 +31,7 @@ export class MtoolsEsp implements EspFs {
 
   private async flush(): Promise<void> {
     if (this.opts.durable === false) return;
-    const fh = await open(this.imagePath, "r+");
+    const fh = await files.open(this.imagePath, "r+");
     try {
       await fh.sync();
     } finally {
@@ -75,7 +74,7 @@ export class MtoolsEsp implements EspFs {
 
   async readAll(dir: string): Promise<{ name: string; data: Buffer }[]> {
     // one mcopy of "dir/*" into a private folder instead of one process per file
-    const tmp = await mkdtemp(join(tmpdir(), "machined-esp-"));
+    const tmp = await files.tempDir("machined-esp-");
     try {
       try {
         await runTool("mcopy", ["-n", "-i", this.image, `${this.p(dir)}/*`, `${tmp}/`]);
@@ -84,24 +83,24 @@ export class MtoolsEsp implements EspFs {
         throw err;
       }
       const out: { name: string; data: Buffer }[] = [];
-      for (const e of await readdir(tmp, { withFileTypes: true })) {
-        if (e.isFile()) out.push({ name: e.name, data: await readFile(join(tmp, e.name)) });
+      for (const e of await files.entries(tmp)) {
+        if (e.isFile()) out.push({ name: e.name, data: await files.readFile(join(tmp, e.name)) });
       }
       return out;
     } finally {
-      await rm(tmp, { recursive: true, force: true });
+      await files.rm(tmp, { recursive: true, force: true });
     }
   }
 
   async write(path: string, data: Uint8Array): Promise<void> {
     // mcopy cannot read stdin reliably for binary data; stage through a private temp file.
-    const dir = await mkdtemp(join(tmpdir(), "machined-esp-"));
+    const dir = await files.tempDir("machined-esp-");
     try {
       const tmp = join(dir, "data");
-      await writeFile(tmp, data);
+      await files.writeFile(tmp, data);
       await this.copyIn(tmp, path);
     } finally {
-      await rm(dir, { recursive: true, force: true });
+      await files.rm(dir, { recursive: true, force: true });
     }
   }
 

@@ -3,9 +3,9 @@
  * Works on image files without root (filesystems are created inside partition regions, see mkfs.ts) and on
  * block devices (partition nodes are formatted after the kernel re-reads the table).
  */
-import { stat, truncate as truncatePath, open as openFile, readdir, readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { basename } from "node:path";
+import { hostFiles as files } from "../host/files/index.js";
 import { openBlockIO, type BlockIO } from "./blockio.js";
 import { MtoolsEsp } from "./esp-mtools.js";
 import { readGpt, readGptStrict, writeGpt, GptError, type GptPartition, type GptTable } from "./gpt/index.js";
@@ -140,7 +140,7 @@ export function partitionDevicePath(dev: string, index: number): string {
 async function waitForPartitions(dev: string, count: number): Promise<void> {
   const name = basename(dev);
   for (let i = 0; i < 50; i++) {
-    const entries = await readdir(`/sys/class/block/${name}`).catch(() => [] as string[]);
+    const entries = await files.readdir(`/sys/class/block/${name}`).catch(() => [] as string[]);
     if (entries.filter((e) => e.startsWith(name)).length >= count) return;
     await sleep(100);
   }
@@ -148,19 +148,18 @@ async function waitForPartitions(dev: string, count: number): Promise<void> {
 }
 
 export async function writeLayout(path: string, plan: LayoutPlan, opts: WriteLayoutOptions = {}): Promise<DiskLayout> {
-  const exists = await stat(path).then(
+  const exists = await files.stat(path).then(
     () => true,
     () => false,
   );
   if (!exists) {
     // local mode: machine.install.disk may name an image file that does not exist yet
-    const fh = await openFile(path, "wx", 0o644);
-    await fh.close();
-    await truncatePath(path, plan.diskSizeBytes);
+    await files.writeFile(path, "", { flag: "wx", mode: 0o644 });
+    await files.truncate(path, plan.diskSizeBytes);
   }
   const io = await openBlockIO(path, { write: true });
   try {
-    const isFile = (await stat(path)).isFile();
+    const isFile = (await files.stat(path)).isFile();
     const size = await io.size();
     if (size !== plan.diskSizeBytes) {
       throw new Error(`${path}: the plan is for ${plan.diskSizeBytes} bytes but the disk has ${size}; plan again for this disk`);
@@ -173,8 +172,8 @@ export async function writeLayout(path: string, plan: LayoutPlan, opts: WriteLay
     if (isFile) {
       // a regular file is wiped by dropping all its blocks: instant, and every region then reads as zeros
       await io.sync();
-      await truncatePath(path, 0);
-      await truncatePath(path, plan.diskSizeBytes);
+      await files.truncate(path, 0);
+      await files.truncate(path, plan.diskSizeBytes);
     } else {
       const zero = Buffer.alloc(1024 * 1024);
       await io.write(0, zero);
@@ -219,8 +218,8 @@ export async function writeLayout(path: string, plan: LayoutPlan, opts: WriteLay
     }
     const biosPart = plan.partitions.find((p) => p.role === "bios");
     if (biosPart && opts.grubBios) {
-      const files = { boot: await readFile(opts.grubBios.boot), core: await readFile(opts.grubBios.core) };
-      await installGrubBios(io, biosPart, files, plan.sectorSize);
+      const images = { boot: await files.readFile(opts.grubBios.boot), core: await files.readFile(opts.grubBios.core) };
+      await installGrubBios(io, biosPart, images, plan.sectorSize);
     }
     await io.sync();
 

@@ -7,9 +7,9 @@
  *         only its data extents (found with xfs_io's SEEK_DATA walk) into the region — ~tens of MB, not GBs.
  * On a real block device the caller formats the partition nodes instead (mkfsDevice).
  */
-import { open, rm, truncate } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
+import { hostFiles as files } from "../host/files/index.js";
 import type { BlockIO } from "./blockio.js";
 import { openBlockIO } from "./blockio.js";
 import type { FsKind } from "./layout-plan.js";
@@ -88,9 +88,8 @@ const ZERO_CHUNK = Buffer.alloc(COPY_CHUNK);
 export async function mkfsXfsRegion(target: BlockIO, imagePath: string, r: Region, sectorSize: number, targetIsZero = false): Promise<void> {
   const tmp = join(dirname(imagePath), `.machined-xfs-${randomBytes(6).toString("hex")}.img`);
   try {
-    const fh = await open(tmp, "wx", 0o600);
-    await fh.close();
-    await truncate(tmp, r.size);
+    await files.writeFile(tmp, "", { flag: "wx", mode: 0o600 });
+    await files.truncate(tmp, r.size);
     await runTool("mkfs.xfs", [...xfsArgs(r.label, sectorSize), tmp]);
     const { stdout } = await runTool("xfs_io", ["-r", "-c", "seek -a -r 0", tmp]);
     const src = await openBlockIO(tmp);
@@ -107,7 +106,7 @@ export async function mkfsXfsRegion(target: BlockIO, imagePath: string, r: Regio
       await src.close();
     }
   } finally {
-    await rm(tmp, { force: true });
+    await files.rm(tmp, { force: true });
   }
 }
 

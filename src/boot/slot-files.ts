@@ -2,7 +2,7 @@
  * What a slot consists of: kernel + initramfs in /<SLOT>/ on the ESP (the only filesystem every firmware and
  * GRUB can read) and, optionally, a rootfs image written raw into the BOOT-<SLOT> partition.
  */
-import { open } from "node:fs/promises";
+import { hostFiles } from "../host/files/index.js";
 import type { BlockIO } from "./blockio.js";
 import { copyInAtomic, TMP_SUFFIX, type EspFs } from "./esp.js";
 import type { Slot } from "./layout-plan.js";
@@ -65,7 +65,7 @@ export class PartitionSlotWriter implements SlotImageWriter {
 
   async write(slot: Slot, hostPath: string): Promise<void> {
     const region = this.regions[slot];
-    const src = await open(hostPath, "r");
+    const src = await hostFiles.open(hostPath, "r");
     try {
       const { size } = await src.stat();
       if (size > region.size) throw new Error(`rootfs image ${hostPath} (${size} bytes) does not fit slot ${slot} (${region.size} bytes)`);

@@ -1,5 +1,5 @@
 /** `machined config validate` and `machined config patch` (same meaning as `talosctl machineconfig patch`). */
-import { promises as fs, readFileSync } from "node:fs";
+import { hostFiles as files } from "../host/files/index.js";
 import type { Command } from "./args.js";
 import { UsageError } from "./args.js";
 import { loadConfig } from "../machinery/config/index.js";
@@ -15,7 +15,7 @@ export const configValidateCommand: Command = {
   async run(values, [file]) {
     const mode = String(values.mode);
     if (!["metal", "container", "local"].includes(mode)) throw new UsageError(`config validate: --mode must be metal, container or local, got "${mode}"`);
-    const cfg = loadConfig(await fs.readFile(file));
+    const cfg = loadConfig(await files.readFile(file));
     const { warnings } = validateConfig(cfg, { mode: mode as "metal" | "container" | "local" });
     for (const w of [...cfg.warnings, ...warnings]) console.error(`WARNING: ${w}`);
     console.log(`${file} is valid for ${mode} mode`);
@@ -34,10 +34,16 @@ export const configPatchCommand: Command = {
   async run(values, [file]) {
     const args = (values.patch as string[] | undefined) ?? [];
     if (args.length === 0) throw new UsageError("config patch: at least one --patch is required");
-    const patches = args.map((a) => parsePatch(resolvePatchArg(a, (p) => readFileSync(p, "utf8"))));
-    const out = applyPatches(await fs.readFile(file, "utf8"), patches);
+    const patches = [];
+    for (const a of args) {
+      // resolvePatchArg decides whether the argument names a file; the file is then read here, asynchronously
+      let named: string | undefined;
+      const inline = resolvePatchArg(a, (p) => ((named = p), ""));
+      patches.push(parsePatch(named === undefined ? inline : await files.readFile(named, "utf8")));
+    }
+    const out = applyPatches(await files.readFile(file, "utf8"), patches);
     const target = values.output as string | undefined;
-    if (target) await fs.writeFile(target, out);
+    if (target) await files.writeFile(target, out);
     else process.stdout.write(out);
   },
 };

@@ -1,5 +1,5 @@
 /** `machined gen config` and `machined gen secrets`: the same files `talosctl gen config/secrets` writes. */
-import { promises as fs } from "node:fs";
+import { hostFiles as fs } from "../host/files/index.js";
 import * as path from "node:path";
 import type { Command } from "./args.js";
 import { UsageError } from "./args.js";

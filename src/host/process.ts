@@ -197,3 +197,77 @@ export async function reapGroup(pgid: number): Promise<void> {
 function delay(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+// ------------------------------------------------------------------------------------------ fake
+
+/**
+ * Pids of fake processes start above the kernel's largest pid_max (2^22), so that nothing done with them by
+ * the real helpers (a group signal, a /proc scan in reapGroup) can ever reach a real process.
+ */
+const FAKE_PID_BASE = 5_000_000;
+let nextFakePid = FAKE_PID_BASE;
+
+/** A process that exists only in memory: the test makes it print and exit, and sees the signals it got. */
+export class FakeProcess implements ProcessHandle {
+  readonly pid = ++nextFakePid;
+  readonly pgid = this.pid;
+  readonly exited: Promise<ExitStatus>;
+  /** Every signal delivered, to the process or its group, in order. */
+  readonly signals: NodeJS.Signals[] = [];
+  /** Signals the process survives (e.g. SIGTERM for one that must be killed). */
+  ignore = new Set<NodeJS.Signals>();
+  private done = false;
+  private resolveExit!: (s: ExitStatus) => void;
+
+  constructor(readonly opts: SpawnOptions) {
+    this.exited = new Promise((r) => (this.resolveExit = r));
+  }
+
+  output(text: string | Buffer): void {
+    if (!this.done) this.opts.onOutput?.(typeof text === "string" ? Buffer.from(text) : text);
+  }
+
+  exit(code: number | null, signal: NodeJS.Signals | null = null): void {
+    if (this.done) return;
+    this.done = true;
+    this.resolveExit({ code, signal });
+  }
+
+  hasExited(): boolean {
+    return this.done;
+  }
+
+  signal(sig: NodeJS.Signals): void {
+    if (this.done) return;
+    this.signals.push(sig);
+    if (sig === "SIGKILL" || !this.ignore.has(sig)) this.exit(null, sig);
+  }
+
+  signalGroup(sig: NodeJS.Signals): boolean {
+    if (this.done) return false;
+    this.signal(sig);
+    return true;
+  }
+}
+
+/**
+ * ProcessSpawner for tests: every spawn makes a FakeProcess and hands it to `behave` (print, exit now or
+ * later, ignore SIGTERM); an executable listed in `missing` fails to start like a missing binary.
+ */
+export class FakeSpawner implements ProcessSpawner {
+  readonly spawned: FakeProcess[] = [];
+  readonly missing = new Set<string>();
+
+  constructor(private readonly behave: (p: FakeProcess) => void = () => {}) {}
+
+  async spawn(opts: SpawnOptions): Promise<ProcessHandle> {
+    const file = opts.args[0];
+    if (!file) throw new Error("no executable given");
+    if (this.missing.has(file)) throw new SpawnError(file, "ENOENT");
+    const p = new FakeProcess(opts);
+    this.spawned.push(p);
+    // like a real child, it starts running after spawn() has returned
+    queueMicrotask(() => this.behave(p));
+    return p;
+  }
+}

@@ -9,8 +9,8 @@
  * ethernet link (not lo) is used. Addresses from the machine config are layered on top later by the network
  * controllers; these stay (upstream's "cmdline" layer).
  */
-import { readdirSync, readFileSync } from "node:fs";
 import { addAddress, replaceRoute, setLinkUp, type NetTarget } from "../host/net/apply.js";
+import { firstEthernet } from "../host/net/sysfs.js";
 
 export interface CmdlineNet {
   iface?: string;
@@ -33,30 +33,6 @@ export function parseCmdlineNet(cmdline: string): CmdlineNet | undefined {
     gateway: words.get("machined.gw") || undefined,
     dns: (words.get("machined.dns") ?? "").split(",").filter(Boolean),
   };
-}
-
-/** First link that looks like ethernet (type 1) other than lo, by ifindex. */
-export function firstEthernet(sysClassNet = "/sys/class/net"): string | undefined {
-  const links: Array<{ name: string; index: number }> = [];
-  for (const name of readdirSync(sysClassNet)) {
-    try {
-      const type = readFileSync(`${sysClassNet}/${name}/type`, "utf8").trim();
-      const index = Number(readFileSync(`${sysClassNet}/${name}/ifindex`, "utf8").trim());
-      if (type === "1" && name !== "lo" && !existsVirtual(sysClassNet, name)) links.push({ name, index });
-    } catch {
-      // link vanished
-    }
-  }
-  return links.sort((a, b) => a.index - b.index)[0]?.name;
-}
-
-function existsVirtual(sysClassNet: string, name: string): boolean {
-  try {
-    readFileSync(`${sysClassNet}/${name}/device/uevent`);
-    return false;
-  } catch {
-    return true; // no backing device: a bridge, veth, dummy ...
-  }
 }
 
 /** Brings lo and the link up and adds the address and default route; returns the link used. */

@@ -21,7 +21,7 @@ import { startReaper } from "./reaper.js";
 import { installSignalHandlers } from "./signals.js";
 import { createPower } from "./power.js";
 import { inInitramfs, switchRoot } from "./switch-root.js";
-import { armWatchdog } from "./watchdog.js";
+import { armWatchdog } from "../host/watchdog.js";
 import { applyCmdlineNet, parseCmdlineNet } from "./cmdline-net.js";
 import { mountSystemDisk, STATE_DIR, unmountSystemDisk } from "./state-mounts.js";
 import { runPid1Node, type Pid1Node } from "./pid1-node.js";

@@ -2,7 +2,7 @@
  * Conditions a service waits for while in Waiting. Descriptions follow upstream wording so that
  * `talosctl service` reads the same: `Waiting for file "/x" to exist, network, time sync`.
  */
-import { access } from "node:fs/promises";
+import { hostFiles, type Files } from "../host/files/index.js";
 import { sleep } from "./health.js";
 import type { Condition } from "./types.js";
 
@@ -28,16 +28,8 @@ export function pollCondition(
   };
 }
 
-export function fileExists(path: string, intervalMs = 250): Condition {
-  return pollCondition(
-    `file ${JSON.stringify(path)} to exist`,
-    () =>
-      access(path).then(
-        () => true,
-        () => false,
-      ),
-    intervalMs,
-  );
+export function fileExists(path: string, intervalMs = 250, files: Files = hostFiles): Condition {
+  return pollCondition(`file ${JSON.stringify(path)} to exist`, () => files.exists(path), intervalMs);
 }
 
 /** All conditions at once; the description lists only those not yet satisfied. */

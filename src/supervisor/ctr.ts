@@ -2,7 +2,7 @@
  * A thin client over Debian's `ctr` for our containerd socket: namespaces, container/task listing,
  * kill and cleanup. Text output is parsed by columns; ids and image names never contain spaces.
  */
-import { runTool, type ToolOptions } from "./exec.js";
+import { hostTools, type ToolOptions, type Tools } from "../host/tools.js";
 
 export interface ContainerSummary {
   namespace: string;
@@ -18,6 +18,8 @@ export class Ctr {
   constructor(
     readonly address: string,
     readonly bin = "ctr",
+    /** Runs ctr (tests pass FakeTools). */
+    readonly tools: Tools = hostTools,
   ) {}
 
   /** `ctr -a <sock> [-n ns] args...` → stdout. */
@@ -25,7 +27,7 @@ export class Ctr {
     // Fail fast when the daemon is gone (ctr's default is to wait for the socket).
     const base = [this.bin, "-a", this.address, "--connect-timeout", "3s"];
     if (ns) base.push("-n", ns);
-    return runTool([...base, ...args], opts);
+    return this.tools.exec([...base, ...args], opts);
   }
 
   async version(opts?: ToolOptions): Promise<string> {

@@ -2,10 +2,9 @@
  * Service logs: each service writes to a bounded in-memory ring (what the Logs RPC serves, tail then
  * follow) and to a size-rotated file under `<state>/logs/<id>.log` (what survives a restart of the agent).
  */
-import { mkdirSync, renameSync, statSync, rmSync } from "node:fs";
-import { open, type FileHandle } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { Writable } from "node:stream";
+import { hostFiles, type FileHandle, type Files } from "../host/files/index.js";
 
 export interface LogReadOptions {
   /** -1 (default): everything in the ring; N >= 0: the last N lines. */
@@ -122,6 +121,7 @@ export class ServiceLog {
     private readonly settings: LogSettings,
     /** null: memory only. */
     readonly filePath: string | null,
+    private readonly files: Files = hostFiles,
   ) {
     this.ring = new ByteRing(settings.ringBytes);
   }
@@ -227,38 +227,39 @@ export class ServiceLog {
   private async writeFile(buf: Buffer): Promise<void> {
     const path = this.filePath as string;
     if (this.fileSize < 0) {
-      try {
-        this.fileSize = statSync(path).size;
-      } catch {
-        this.fileSize = 0;
-      }
+      // the folder is made on the first write (not when the manager is built, which cannot wait for it)
+      await this.files.mkdir(dirname(path), { recursive: true });
+      this.fileSize = await this.files.stat(path).then(
+        (st) => st.size,
+        () => 0,
+      );
     }
     if (this.fileSize > 0 && this.fileSize + buf.length > this.settings.fileMaxBytes) {
       await this.fh?.close();
       this.fh = null;
-      rotate(path, this.settings.keepFiles);
+      await rotate(this.files, path, this.settings.keepFiles);
       this.fileSize = 0;
     }
-    this.fh ??= await open(path, "a", 0o600);
+    this.fh ??= await this.files.open(path, "a", 0o600);
     await this.fh.write(buf);
     this.fileSize += buf.length;
   }
 }
 
-function rotate(path: string, keep: number): void {
+async function rotate(files: Files, path: string, keep: number): Promise<void> {
   if (keep <= 0) {
-    rmSync(path, { force: true });
+    await files.rm(path, { force: true });
     return;
   }
-  rmSync(`${path}.${keep}`, { force: true });
+  await files.rm(`${path}.${keep}`, { force: true });
   for (let i = keep - 1; i >= 1; i--) {
     try {
-      renameSync(`${path}.${i}`, `${path}.${i + 1}`);
+      await files.rename(`${path}.${i}`, `${path}.${i + 1}`);
     } catch {
       // gap in the sequence
     }
   }
-  renameSync(path, `${path}.1`);
+  await files.rename(path, `${path}.1`);
 }
 
 /** All service logs of one agent; logs are created on first use, like upstream's logging manager. */
@@ -270,15 +271,15 @@ export class LogManager {
   constructor(
     readonly dir: string | null,
     settings: Partial<LogSettings> = {},
+    private readonly files: Files = hostFiles,
   ) {
     this.settings = { ...defaultLogSettings, ...settings };
-    if (dir) mkdirSync(dir, { recursive: true });
   }
 
   get(id: string): ServiceLog {
     let l = this.logs.get(id);
     if (!l) {
-      l = new ServiceLog(id, this.settings, this.dir ? join(this.dir, `${id}.log`) : null);
+      l = new ServiceLog(id, this.settings, this.dir ? join(this.dir, `${id}.log`) : null, this.files);
       this.logs.set(id, l);
     }
     return l;
@@ -307,14 +308,14 @@ export class LogManager {
  * Tail (and follow, by polling) a plain log file, e.g. one a container writes. A file that shrinks was
  * rotated or truncated, so following restarts from its beginning.
  */
-export async function* followFile(path: string, opts: LogReadOptions & { pollMs?: number } = {}): AsyncGenerator<Buffer> {
-  const { tailLines: n = -1, follow = false, signal, pollMs = 200 } = opts;
+export async function* followFile(path: string, opts: LogReadOptions & { pollMs?: number; files?: Files } = {}): AsyncGenerator<Buffer> {
+  const { tailLines: n = -1, follow = false, signal, pollMs = 200, files = hostFiles } = opts;
   let fh: FileHandle;
   try {
-    fh = await open(path, "r");
+    fh = await files.open(path, "r");
   } catch {
     if (!follow) return;
-    fh = await waitForFile(path, pollMs, signal);
+    fh = await waitForFile(files, path, pollMs, signal);
   }
   try {
     let pos = 0;
@@ -343,11 +344,11 @@ export async function* followFile(path: string, opts: LogReadOptions & { pollMs?
   }
 }
 
-async function waitForFile(path: string, pollMs: number, signal?: AbortSignal): Promise<FileHandle> {
+async function waitForFile(files: Files, path: string, pollMs: number, signal?: AbortSignal): Promise<FileHandle> {
   for (;;) {
     if (signal?.aborted) throw signal.reason;
     try {
-      return await open(path, "r");
+      return await files.open(path, "r");
     } catch {
       await abortableDelay(pollMs, signal);
     }

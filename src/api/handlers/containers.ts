@@ -2,11 +2,12 @@
  * `talosctl containers / stats / restart`: containers of our containerd, in the namespace asked for.
  * Both drivers read the same daemon (there is no separate CRI socket in this agent).
  */
-import { readFile } from "node:fs/promises";
 import { ContainerDriver } from "../../machinery/api/gen/common/common_pb.js";
 import type { ContainersRequest, RestartRequest, StatsRequest } from "../../machinery/api/gen/machine/machine_pb.js";
 import { ApiError, Code } from "../../machinery/errors.js";
 import type { ContainerdService, ContainerSummary } from "../../supervisor/index.js";
+import { hostFiles } from "../../host/files/index.js";
+import { readCgroupUsage } from "../../host/proc/cgroup-usage.js";
 import type { Handlers } from "../transport/service.js";
 import type { CallContext } from "../transport/context.js";
 import type { ApiDeps } from "../deps.js";
@@ -29,21 +30,8 @@ async function running(svc: ContainerdService, ns: string): Promise<ContainerSum
   return (await svc.listContainers(ns)).filter((c) => c.status !== "");
 }
 
-/** Memory (bytes) and CPU (ns) of the task's cgroup v2; undefined when the host does not tell. */
-async function usage(pid: number): Promise<{ memory: bigint; cpu: bigint } | undefined> {
-  try {
-    const line = (await readFile(`/proc/${pid}/cgroup`, "utf8")).split("\n").find((l) => l.startsWith("0::"));
-    if (!line) return undefined;
-    const dir = `/sys/fs/cgroup${line.slice(3)}`;
-    const memory = BigInt((await readFile(`${dir}/memory.current`, "utf8")).trim());
-    const usec = /usage_usec (\d+)/.exec(await readFile(`${dir}/cpu.stat`, "utf8"))?.[1] ?? "0";
-    return { memory, cpu: BigInt(usec) * 1000n };
-  } catch {
-    return undefined;
-  }
-}
-
 export function containerHandlers(deps: ApiDeps): Handlers {
+  const usage = (pid: number) => readCgroupUsage(pid, deps.files ?? hostFiles);
   return {
     Containers: async (req: ContainersRequest, ctx: CallContext) => {
       const list = await running(containerd(deps, req.namespace, req.driver), req.namespace);

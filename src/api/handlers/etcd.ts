@@ -2,12 +2,11 @@
  * Bootstrap and the etcd APIs. Each checks the machine type first with upstream's API name (the text of
  * the Unimplemented error), then talks to the local member through the etcd service.
  */
-import { randomBytes } from "node:crypto";
-import { open, rename, rm } from "node:fs/promises";
 import type { Data } from "../../machinery/api/gen/common/common_pb.js";
 import { EtcdMemberAlarm_AlarmType, type BootstrapRequest, type EtcdRemoveMemberByIDRequest } from "../../machinery/api/gen/machine/machine_pb.js";
 import { ApiError, Code, failedPrecondition, invalidArgument } from "../../machinery/errors.js";
 import type { EtcdAlarmInfo, EtcdService } from "../../supervisor/index.js";
+import { hostFiles, writeFileAtomic } from "../../host/files/index.js";
 import type { Handlers } from "../transport/service.js";
 import type { CallContext } from "../transport/context.js";
 import type { ApiDeps } from "../deps.js";
@@ -88,18 +87,13 @@ export function etcdHandlers(deps: ApiDeps): Handlers {
       requireControlPlane(deps, "etcd recover");
       const svc = deps.services?.etcd;
       if (!svc) throw failedPrecondition("etcd service is not ready for recovery yet");
-      const dest = svc.recoverySnapshotPath;
-      // Written beside the target and renamed once complete, so a broken upload never looks like a snapshot.
-      const tmp = `${dest}.${randomBytes(4).toString("hex")}.tmp`;
-      const fh = await open(tmp, "w", 0o600);
+      // replaced atomically once complete, so a broken upload never looks like a snapshot
+      const bytes = (async function* () {
+        for await (const msg of reqs) yield msg.bytes;
+      })();
       try {
-        for await (const msg of reqs) await fh.write(msg.bytes);
-        await fh.sync();
-        await fh.close();
-        await rename(tmp, dest);
+        await writeFileAtomic(deps.files ?? hostFiles, svc.recoverySnapshotPath, bytes, 0o600);
       } catch (err) {
-        await fh.close().catch(() => {});
-        await rm(tmp, { force: true });
         throw new Error(`error writing snapshot: ${(err as Error).message}`);
       }
       return one(ctx, {});

@@ -1,15 +1,16 @@
 /**
- * File access: Read (raw bytes), List (FileInfo per entry), Copy (tar.gz), DiskUsage. In local mode the
+ * File access: Read (raw bytes), List (FileInfo per entry), Copy (tar.gz), DiskUsage, all through the host's
+ * Files capability and its one walker (src/host/files/walk.ts), with upstream's semantics: an entry that cannot
+ * be read is reported (List, DiskUsage) or noted and left out (Copy) and never ends the call. In local mode the
  * boot id is simulated, so Read of /proc/sys/kernel/random/boot_id returns the node's current one.
  */
-import { createReadStream, promises as fs, type Stats } from "node:fs";
-import * as path from "node:path";
-import { createGzip } from "node:zlib";
+import { posix } from "node:path";
 import type { CopyRequest, DiskUsageRequest, ListRequest, ReadRequest } from "../../machinery/api/gen/machine/machine_pb.js";
 import { ListRequest_Type } from "../../machinery/api/gen/machine/machine_pb.js";
-import { invalidArgument, notFound } from "../../machinery/errors.js";
-import { tarHeader, tarPadding, tarTrailer } from "../../machinery/archive/tar.js";
+import { ApiError, Code, invalidArgument, notFound } from "../../machinery/errors.js";
+import { goErrorText, hostFiles, isNotFound, tarGz, walk, type FileStat, type Files, type WalkType } from "../../host/files/index.js";
 import type { Handlers } from "../transport/service.js";
+import type { CallContext } from "../transport/context.js";
 import type { ApiDeps } from "../deps.js";
 import { withMetadata } from "../reply.js";
 
@@ -17,7 +18,7 @@ const BOOT_ID = "/proc/sys/kernel/random/boot_id";
 const CHUNK = 64 * 1024;
 
 /** Go fs.FileMode bits talosctl decodes. */
-function goMode(st: Stats): number {
+function goMode(st: FileStat): number {
   let m = st.mode & 0o777;
   if (st.isDirectory()) m |= 1 << 31;
   if (st.isSymbolicLink()) m |= 1 << 27;
@@ -31,149 +32,163 @@ function goMode(st: Stats): number {
   return m >>> 0;
 }
 
-function fsError(err: unknown, p: string): Error {
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code === "ENOENT") return notFound(`open ${p}: no such file or directory`);
-  return err as Error;
+/** The root's own error: NotFound when it does not exist, otherwise the Go-worded error. */
+function rootError(err: unknown, p: string): Error {
+  const text = goErrorText(err, p);
+  return isNotFound(err) ? notFound(text) : new ApiError(Code.Unknown, text);
 }
 
+/** Upstream's path normalisation for List and DiskUsage: absolute, no trailing slash, "" is "/". */
+function absolute(p: string): string {
+  let out = p.startsWith("/") ? p : `/${p}`;
+  if (out.endsWith("/")) out = out.slice(0, -1);
+  return out === "" ? "/" : out;
+}
+
+/** Go's filepath.Clean for the cases that matter here: "." and ".." resolved, no trailing slash. */
+function cleanPath(p: string): string {
+  if (p === "") return ".";
+  const out = posix.normalize(p);
+  return out.length > 1 && out.endsWith("/") ? out.slice(0, -1) : out;
+}
+
+const separators = (p: string) => p.split("/").length - 1;
+
+/** hashicorp/go-multierror's text, which upstream's Copy sends as its last message's error. */
+function multiError(errors: string[]): string {
+  const noun = errors.length === 1 ? "error occurred" : "errors occurred";
+  return `${errors.length} ${noun}:\n\t${errors.map((e) => `* ${e}`).join("\n\t")}\n\n`;
+}
+
+const LIST_TYPES: Partial<Record<ListRequest_Type, WalkType>> = {
+  [ListRequest_Type.REGULAR]: "file",
+  [ListRequest_Type.DIRECTORY]: "dir",
+  [ListRequest_Type.SYMLINK]: "symlink",
+};
+
 export function fileHandlers(deps: ApiDeps): Handlers {
+  const files: Files = deps.files ?? hostFiles;
   return {
-    Read: async (req: ReadRequest, send, ctx) => {
+    Read: async (req: ReadRequest, send, ctx: CallContext) => {
       const p = req.path;
       if (deps.node.local && p === BOOT_ID) {
         await send(withMetadata(ctx, { bytes: new TextEncoder().encode(`${deps.node.bootId}\n`) }));
         return;
       }
-      let st: Stats;
+      let st: FileStat;
       try {
-        st = await fs.stat(p);
+        st = await files.stat(p);
       } catch (err) {
-        throw fsError(err, p);
+        throw rootError(err, p);
       }
       if (!st.isFile()) throw invalidArgument("path must be a regular file");
-      const stream = createReadStream(p, { highWaterMark: CHUNK });
-      ctx.signal.addEventListener("abort", () => stream.destroy(), { once: true });
-      for await (const chunk of stream) await send(withMetadata(ctx, { bytes: chunk as Buffer }));
+      try {
+        for await (const chunk of files.readStream(p, { chunkSize: CHUNK, signal: ctx.signal })) await send(withMetadata(ctx, { bytes: chunk }));
+      } catch (err) {
+        if (ctx.signal.aborted) return;
+        throw new ApiError(Code.Unknown, goErrorText(err, p));
+      }
     },
 
-    List: async (req: ListRequest, send, ctx) => {
-      const root = req.root || "/";
-      const maxDepth = req.recurse ? (req.recursionDepth > 0 ? req.recursionDepth : Infinity) : req.recursionDepth > 0 ? req.recursionDepth : 1;
-      const types = new Set(req.types);
-      const typeOk = (st: Stats) =>
-        types.size === 0 ||
-        (types.has(ListRequest_Type.REGULAR) && st.isFile()) ||
-        (types.has(ListRequest_Type.DIRECTORY) && st.isDirectory()) ||
-        (types.has(ListRequest_Type.SYMLINK) && st.isSymbolicLink());
-      let rootStat: Stats;
-      try {
-        rootStat = await fs.lstat(root);
-      } catch (err) {
-        throw fsError(err, root);
-      }
-      const info = async (abs: string, rel: string, st: Stats) => ({
-        name: abs,
-        relativeName: rel,
-        size: BigInt(st.size),
-        mode: goMode(st),
-        modified: BigInt(Math.floor(st.mtimeMs / 1000)),
-        isDir: st.isDirectory(),
-        uid: st.uid,
-        gid: st.gid,
-        link: st.isSymbolicLink() ? await fs.readlink(abs).catch(() => "") : "",
+    List: async (req: ListRequest, send, ctx: CallContext) => {
+      const root = absolute(req.root);
+      // without recurse only the root's own entries, as upstream (RecursionDepth counts only with Recurse)
+      const maxDepth = req.recurse ? (req.recursionDepth === 0 ? -1 : req.recursionDepth) : 0;
+      const types = req.types.map((t) => LIST_TYPES[t]).filter((t): t is WalkType => t !== undefined);
+      const entries = await walk(files, root, { maxDepth, types, signal: ctx.signal }).catch((err) => {
+        throw rootError(err, root);
       });
-      if (typeOk(rootStat)) await send(withMetadata(ctx, await info(root, ".", rootStat)));
-      const walk = async (dir: string, depth: number): Promise<void> => {
-        if (depth > maxDepth || ctx.signal.aborted) return;
-        let names: string[];
-        try {
-          names = (await fs.readdir(dir)).sort();
-        } catch (err) {
-          await send(withMetadata(ctx, { name: dir, relativeName: path.relative(root, dir) || ".", error: (err as Error).message }));
-          return;
+      for await (const e of entries) {
+        if (e.error !== undefined || !e.stat) {
+          await send(withMetadata(ctx, { name: e.path, relativeName: e.rel, error: e.error ?? "" }));
+          continue;
         }
-        for (const n of names) {
-          const abs = path.join(dir, n);
-          let st: Stats;
-          try {
-            st = await fs.lstat(abs);
-          } catch (err) {
-            await send(withMetadata(ctx, { name: abs, relativeName: path.relative(root, abs), error: (err as Error).message }));
+        const st = e.stat;
+        await send(
+          withMetadata(ctx, {
+            name: e.path,
+            relativeName: e.rel,
+            size: BigInt(st.size),
+            mode: goMode(st),
+            modified: BigInt(Math.floor(st.mtimeMs / 1000)),
+            isDir: st.isDirectory(),
+            uid: st.uid,
+            gid: st.gid,
+            link: e.link,
+          }),
+        );
+      }
+    },
+
+    Copy: async (req: CopyRequest, send, ctx: CallContext) => {
+      const root = cleanPath(req.rootPath);
+      if (!root.startsWith("/")) throw invalidArgument(`path is not absolute ${root}`);
+      const archive = await tarGz(files, root, { signal: ctx.signal }).catch((err) => {
+        throw rootError(err, root);
+      });
+      for await (const chunk of archive.chunks) {
+        if (ctx.signal.aborted) return;
+        await send(withMetadata(ctx, { bytes: chunk as Buffer }));
+      }
+      // upstream: a complete archive, then what was left out as the last message's metadata error
+      if (archive.errors.length > 0) {
+        const md = withMetadata(ctx, {}).metadata;
+        await send({ metadata: { ...md, error: multiError(archive.errors) } });
+      }
+    },
+
+    DiskUsage: async (req: DiskUsageRequest, send, ctx: CallContext) => {
+      const paths = req.paths.length ? req.paths : ["/"];
+      const limit = req.recursionDepth;
+      const threshold = BigInt(req.threshold);
+      for (const raw of paths) {
+        const p = absolute(raw);
+        let entries;
+        try {
+          entries = await walk(files, p, { maxDepth: -1, signal: ctx.signal });
+        } catch (err) {
+          await send(withMetadata(ctx, { name: p, relativeName: p, error: goErrorText(err, p) }));
+          continue;
+        }
+        const rootDepth = separators(p);
+        type Usage = { name: string; relativeName: string; size: bigint };
+        const report = async (u: Usage, isDir: boolean) => {
+          const depth = separators(u.name) - rootDepth;
+          if (limit > 0 && depth >= limit) return;
+          if (!isDir && !req.all) return;
+          if (threshold > 0n && u.size < threshold) return;
+          if (threshold < 0n && u.size > -threshold) return;
+          await send(withMetadata(ctx, u));
+        };
+        // folders still being summed, innermost last; a folder is reported once the walk leaves it
+        const open: Usage[] = [];
+        const leaveUntil = async (next: string | undefined) => {
+          while (open.length > 0) {
+            const top = open[open.length - 1];
+            const under = next !== undefined && next.startsWith(top.name === "/" ? "/" : `${top.name}/`);
+            if (under) return;
+            open.pop();
+            if (open.length > 0) open[open.length - 1].size += top.size;
+            await report(top, true);
+          }
+        };
+        for await (const e of entries) {
+          if (e.error !== undefined || !e.stat) {
+            await send(withMetadata(ctx, { name: e.path, relativeName: e.rel, error: e.error ?? "" }));
             continue;
           }
-          if (typeOk(st)) await send(withMetadata(ctx, await info(abs, path.relative(root, abs), st)));
-          if (st.isDirectory()) await walk(abs, depth + 1);
+          await leaveUntil(e.path);
+          // /proc/kcore claims the size of the address space
+          const size = e.path === "/proc/kcore" ? 0n : BigInt(Math.max(e.stat.size, 0));
+          const u = { name: e.path, relativeName: e.rel, size };
+          if (e.stat.isDirectory()) {
+            open.push(u);
+            continue;
+          }
+          if (open.length > 0) open[open.length - 1].size += size;
+          await report(u, false);
         }
-      };
-      if (rootStat.isDirectory()) await walk(root, 1);
-    },
-
-    Copy: async (req: CopyRequest, send, ctx) => {
-      const root = req.rootPath;
-      if (!path.isAbsolute(root)) throw invalidArgument("path is not absolute " + JSON.stringify(root));
-      let st: Stats;
-      try {
-        st = await fs.lstat(root);
-      } catch (err) {
-        throw fsError(err, root);
-      }
-      const gz = createGzip();
-      const pump = (async () => {
-        const base = path.dirname(root);
-        const add = async (abs: string, s: Stats) => {
-          const name = path.relative(base, abs);
-          if (s.isDirectory()) {
-            gz.write(tarHeader({ name, type: "dir", mode: s.mode, mtime: s.mtime }));
-            for (const n of (await fs.readdir(abs)).sort()) {
-              const child = path.join(abs, n);
-              await add(child, await fs.lstat(child));
-            }
-          } else if (s.isSymbolicLink()) {
-            gz.write(tarHeader({ name, type: "symlink", mode: s.mode, mtime: s.mtime, linkName: await fs.readlink(abs) }));
-          } else if (s.isFile()) {
-            const data = await fs.readFile(abs);
-            gz.write(tarHeader({ name, type: "file", mode: s.mode, mtime: s.mtime, size: data.length }));
-            gz.write(data);
-            gz.write(tarPadding(data.length));
-          }
-        };
-        await add(root, st);
-        gz.end(tarTrailer());
-      })();
-      for await (const chunk of gz) await send(withMetadata(ctx, { bytes: chunk as Buffer }));
-      await pump;
-    },
-
-    DiskUsage: async (req: DiskUsageRequest, send, ctx) => {
-      const paths = req.paths.length ? req.paths : ["/"];
-      for (const p of paths) {
-        const du = async (abs: string, depth: number): Promise<bigint> => {
-          let st: Stats;
-          try {
-            st = await fs.lstat(abs);
-          } catch (err) {
-            await send(withMetadata(ctx, { name: abs, relativeName: path.relative(p, abs) || ".", error: (err as Error).message }));
-            return 0n;
-          }
-          let size = BigInt(st.size);
-          if (st.isDirectory()) {
-            let names: string[] = [];
-            try {
-              names = await fs.readdir(abs);
-            } catch {
-              /* unreadable folder counts as its own size */
-            }
-            for (const n of names) size += await du(path.join(abs, n), depth + 1);
-          }
-          const report = st.isDirectory() || req.all;
-          const withinDepth = req.recursionDepth <= 0 || depth <= req.recursionDepth;
-          if (report && withinDepth && size >= BigInt(req.threshold > 0 ? req.threshold : 0)) {
-            await send(withMetadata(ctx, { name: abs, relativeName: path.relative(p, abs) || ".", size }));
-          }
-          return size;
-        };
-        await du(p, 0);
+        await leaveUntil(undefined);
       }
     },
   };

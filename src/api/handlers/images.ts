@@ -1,7 +1,9 @@
 /**
  * machine.ImageService/Pull: pulls into containerd (or our registry cache when containerd is not running) and
  * streams per-layer progress, then the pinned `name` (repository@digest), as Talos does. List and Remove work
- * on containerd's image store in the requested namespace (lifecycle/install/images.ts).
+ * on containerd's image store in the requested namespace. All three go to the node's image service
+ * (lifecycle/images/manager.ts), which does not depend on an install target: a node that cannot install
+ * still lists, pulls and removes images.
  */
 import { ContainerDriver, ContainerdNamespace, type ContainerdInstance } from "../../machinery/api/gen/common/common_pb.js";
 import {
@@ -11,8 +13,9 @@ import {
   type ImageServiceRemoveRequest,
 } from "../../machinery/api/gen/machine/image_pb.js";
 import { ApiError, Code, invalidArgument, unimplemented } from "../../machinery/errors.js";
+import type { ImageManager } from "../../lifecycle/images/manager.js";
 import type { InstallManager } from "../../lifecycle/install/manager.js";
-import type { PullProgress } from "../../lifecycle/install/pull.js";
+import type { PullProgress } from "../../lifecycle/images/pull.js";
 import type { Handlers } from "../transport/service.js";
 import type { CallContext } from "../transport/context.js";
 import type { ApiDeps } from "../deps.js";
@@ -27,9 +30,17 @@ export function containerdNamespace(inst: ContainerdInstance | undefined): strin
   return ns === ContainerdNamespace.NS_CRI ? "k8s.io" : "system";
 }
 
+/** The install manager, for the lifecycle/upgrade/reset/META handlers. */
 export function installManager(deps: ApiDeps): InstallManager {
   if (!deps.install) throw unimplemented("installation is not available on this node");
   return deps.install;
+}
+
+/** The node's image service; the install manager's own while the wiring passes only that. */
+function imageManager(deps: ApiDeps): ImageManager {
+  const images = deps.images ?? deps.install?.images;
+  if (!images) throw unimplemented("the image service is not available on this node");
+  return images;
 }
 
 const STATUS: Record<PullProgress["status"], PullStatus> = {
@@ -42,7 +53,7 @@ export function imageHandlers(deps: ApiDeps): Handlers {
   return {
     List: async (req: ImageServiceListRequest, send) => {
       const ns = containerdNamespace(req.containerd);
-      for (const img of await installManager(deps).listImages(ns)) {
+      for (const img of await imageManager(deps).list(ns)) {
         const ms = img.createdAt?.getTime();
         await send({
           name: img.name,
@@ -56,12 +67,12 @@ export function imageHandlers(deps: ApiDeps): Handlers {
     Remove: async (req: ImageServiceRemoveRequest) => {
       const ns = containerdNamespace(req.containerd);
       if (!req.imageRef) throw invalidArgument("image reference is required");
-      await installManager(deps).removeImage(ns, req.imageRef);
+      await imageManager(deps).remove(ns, req.imageRef);
       return {};
     },
     Pull: async (req: ImageServicePullRequest, send, ctx: CallContext) => {
       const ns = containerdNamespace(req.containerd);
-      const mgr = installManager(deps);
+      const mgr = imageManager(deps);
       const pending: Promise<void>[] = [];
       let pulled;
       try {

@@ -4,8 +4,8 @@
  * the state folder itself: type `directory`, phase `ready`, location = the folder, size = the size of
  * the filesystem holding it (what the health check's disk-size step compares).
  */
-import { statfs } from "node:fs/promises";
 import { prettySize } from "../../host/disks.js";
+import { hostFiles, type Files } from "../../host/files/index.js";
 import { VolumeStatusType, type VolumeStatusSpec } from "../../machinery/resources/types/block.js";
 import { RUNTIME_NS } from "../../machinery/resources/types/runtime.js";
 import type { Controller } from "../../state/runtime/index.js";
@@ -22,13 +22,13 @@ export interface VolumeManagerOptions {
 }
 
 /** Total bytes of the filesystem holding `dir`. */
-export async function filesystemSize(dir: string): Promise<number> {
-  const s = await statfs(dir);
+export async function filesystemSize(dir: string, files: Files = hostFiles): Promise<number> {
+  const s = await files.statfs(dir);
   return Number(s.blocks) * Number(s.bsize);
 }
 
 /** Local mode: STATE and EPHEMERAL are the state folder (a plain directory, nothing is mounted). */
-export function localFolderVolumes(stateDir: string, sizeOf: (dir: string) => Promise<number> = filesystemSize): () => Promise<VolumeInfo[]> {
+export function localFolderVolumes(stateDir: string, sizeOf: (dir: string) => Promise<number> = (dir) => filesystemSize(dir)): () => Promise<VolumeInfo[]> {
   return async () => {
     const size = await sizeOf(stateDir);
     const spec = (): VolumeStatusSpec => ({

@@ -4,7 +4,6 @@
  * Talos builds its local affiliate: identity, FQDN hostname, machine type, `<OS> (<tag>)`, routed
  * addresses without Kubernetes ones, and the API server port on control planes.
  */
-import * as os from "node:os";
 import { API_TAG, OS_NAME } from "../../machinery/version.js";
 import { CLUSTER_NS, IdentityType, MemberType, type MemberSpec } from "../../machinery/resources/types/cluster.js";
 import { K8S_NS, NodenameType, type NodenameSpec } from "../../machinery/resources/types/k8s.js";
@@ -16,19 +15,12 @@ import { fqdn, HOSTNAME_ID, HostnameStatusType, NETWORK_NS, NODE_ADDRESS, NodeAd
 import { pointer, readSpec } from "../../machinery/resources/read.js";
 
 export interface MemberOptions {
-  /** Addresses used until the network controllers publish NodeAddresses; default: non-internal interface addresses. */
+  /** Addresses used until the network controllers publish NodeAddresses (default: none). */
   fallbackAddresses?: () => string[];
 }
 
-export function hostAddresses(): string[] {
-  return Object.values(os.networkInterfaces())
-    .flat()
-    .filter((a): a is os.NetworkInterfaceInfo => !!a && !a.internal)
-    .map((a) => a.address.replace(/%.*$/, ""));
-}
-
 export function memberController(opts: MemberOptions = {}): Controller {
-  const fallback = opts.fallbackAddresses ?? hostAddresses;
+  const fallback = opts.fallbackAddresses ?? (() => []);
   return {
     name: "cluster.MemberController",
     inputs: [

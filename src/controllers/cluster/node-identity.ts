@@ -4,10 +4,9 @@
  * so a crash cannot leave a half-written id; a wipe of the state folder resets it, as a reset does.
  */
 import { randomBytes } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import * as path from "node:path";
 import { parse } from "yaml";
-import { writeFileAtomic } from "../../host/atomic-file.js";
+import { hostFiles, isNotFound, writeFileAtomic, type Files } from "../../host/files/index.js";
 import { CLUSTER_NS, IdentityType } from "../../machinery/resources/types/cluster.js";
 import type { Controller } from "../../state/runtime/index.js";
 
@@ -17,6 +16,7 @@ export interface NodeIdentityOptions {
   stateDir: string;
   /** Source of randomness, for tests. */
   random?: (n: number) => Uint8Array;
+  files?: Files;
 }
 
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -35,15 +35,16 @@ export function base62(bytes: Uint8Array): string {
 export function nodeIdentityController(opts: NodeIdentityOptions): Controller {
   const file = path.join(opts.stateDir, NODE_IDENTITY_FILE);
   const random = opts.random ?? ((n: number) => new Uint8Array(randomBytes(n)));
+  const files = opts.files ?? hostFiles;
   return {
     name: "cluster.NodeIdentityController",
     inputs: [],
     outputs: [{ type: IdentityType.type, kind: "exclusive" }],
     async reconcile(ctx) {
-      let nodeId = await readNodeId(file);
+      let nodeId = await readNodeId(files, file);
       if (!nodeId) {
         nodeId = base62(random(32));
-        await writeFileAtomic(file, `nodeId: ${nodeId}\n`, 0o600);
+        await writeFileAtomic(files, file, `nodeId: ${nodeId}\n`, 0o600);
         ctx.log("node identity generated", { nodeId });
       }
       ctx.apply({ namespace: CLUSTER_NS, type: IdentityType.type, id: "local", spec: { nodeId } });
@@ -51,12 +52,12 @@ export function nodeIdentityController(opts: NodeIdentityOptions): Controller {
   };
 }
 
-async function readNodeId(file: string): Promise<string | undefined> {
+async function readNodeId(files: Files, file: string): Promise<string | undefined> {
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    text = await files.readFile(file, "utf8");
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    if (isNotFound(err)) return undefined;
     throw err;
   }
   const doc = parse(text) as { nodeId?: unknown } | null;

@@ -3,7 +3,7 @@
  * attributes the kernel exports under /sys/class/dmi/id (Talos parses SMBIOS; sysfs carries the same
  * strings except the wake-up type). Serial and UUID are root-only files: unreadable ones stay empty.
  */
-import { readFile } from "node:fs/promises";
+import { hostFiles, type Files } from "../../host/files/index.js";
 import * as path from "node:path";
 import { HARDWARE_NS, SystemInformationType, type SystemInformationSpec } from "../../machinery/resources/types/hardware.js";
 import type { Controller } from "../../state/runtime/index.js";
@@ -11,6 +11,7 @@ import type { Controller } from "../../state/runtime/index.js";
 export interface SystemInfoOptions {
   /** Filesystem root holding `sys/`; default "/". */
   root?: string;
+  files?: Files;
 }
 
 const FILES: [keyof SystemInformationSpec, string][] = [
@@ -23,10 +24,10 @@ const FILES: [keyof SystemInformationSpec, string][] = [
   ["skuNumber", "product_sku"],
 ];
 
-export async function readSystemInformation(root = "/"): Promise<SystemInformationSpec> {
+export async function readSystemInformation(root = "/", files: Files = hostFiles): Promise<SystemInformationSpec> {
   const spec: SystemInformationSpec = {};
   for (const [key, file] of FILES) {
-    const v = await readFile(path.join(root, "sys/class/dmi/id", file), "utf8").then(
+    const v = await files.readFile(path.join(root, "sys/class/dmi/id", file), "utf8").then(
       (t) => t.trim(),
       () => "",
     );
@@ -41,7 +42,7 @@ export function systemInfoController(opts: SystemInfoOptions = {}): Controller {
     inputs: [],
     outputs: [{ type: SystemInformationType.type, kind: "exclusive" }],
     async reconcile(ctx) {
-      const spec = await readSystemInformation(opts.root);
+      const spec = await readSystemInformation(opts.root, opts.files);
       ctx.apply({ namespace: HARDWARE_NS, type: SystemInformationType.type, id: "systeminformation", spec });
     },
   };

@@ -3,7 +3,6 @@
  * HostnameStatus once the network controllers publish it, else the configured or OS hostname —
  * lower-cased and stripped of characters a node name cannot hold; the FQDN with registerWithFQDN.
  */
-import * as os from "node:os";
 import type { MachineConfig } from "../../machinery/config/index.js";
 import { K8S_NS, NodenameType } from "../../machinery/resources/types/k8s.js";
 import type { Controller } from "../../state/runtime/index.js";
@@ -13,12 +12,12 @@ import { pointer, read } from "../../machinery/resources/read.js";
 
 
 export interface NodenameOptions {
-  /** Used until a HostnameStatus exists; default: machine.network.hostname, else the OS hostname. */
-  fallbackHostname?: (cfg: MachineConfig) => string;
+  /** Used until a HostnameStatus exists; default: machine.network.hostname (nothing is published without either). */
+  fallbackHostname?: (cfg: MachineConfig) => string | undefined;
 }
 
 export function nodenameController(opts: NodenameOptions = {}): Controller {
-  const fallback = opts.fallbackHostname ?? ((cfg: MachineConfig) => cfg.hostname() || os.hostname());
+  const fallback = opts.fallbackHostname ?? ((cfg: MachineConfig) => cfg.hostname());
   return {
     name: "k8s.NodenameController",
     inputs: [machineConfigInput, { ...pointer(HostnameStatusType, HOSTNAME_ID), kind: "weak" }],
@@ -30,9 +29,8 @@ export function nodenameController(opts: NodenameOptions = {}): Controller {
       const status = read(ctx, HostnameStatusType, HOSTNAME_ID);
       const hs = status?.spec;
       const kubelet = cfg.machine.kubelet;
-      let hostname: string;
-      if (hs) hostname = kubelet?.registerWithFQDN ? fqdn(hs) : hs.hostname;
-      else hostname = fallback(cfg);
+      const hostname = hs ? (kubelet?.registerWithFQDN ? fqdn(hs) : hs.hostname) : fallback(cfg);
+      if (!hostname) return; // no name yet: the network controllers publish HostnameStatus shortly
       ctx.apply({
         namespace: K8S_NS,
         type: NodenameType.type,

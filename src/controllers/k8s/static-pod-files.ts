@@ -4,16 +4,16 @@
  * controller owns (prefix `talos-`) are ever touched; writes are atomic so the kubelet never reads half
  * a manifest.
  */
-import { promises as fs } from "node:fs";
 import { join } from "node:path";
-import { writeFileAtomic } from "../../host/atomic-file.js";
+import { hostFiles, writeFileAtomic, type Files } from "../../host/files/index.js";
 import { K8S_NS, StaticPodType } from "../../machinery/resources/types/k8s.js";
 import { specYaml } from "../../machinery/resources/render.js";
 import type { Controller } from "../../state/runtime/index.js";
 
 const PREFIX = "talos-";
 
-export function staticPodFilesController(opts: { dir: string }): Controller {
+export function staticPodFilesController(opts: { dir: string; files?: Files }): Controller {
+  const fs = opts.files ?? hostFiles;
   return {
     name: "k8s.StaticPodFilesController",
     inputs: [{ namespace: K8S_NS, type: StaticPodType.type, kind: "strong" }],
@@ -27,7 +27,7 @@ export function staticPodFilesController(opts: { dir: string }): Controller {
         const text = specYaml(StaticPodType, pod.spec as never);
         const path = join(opts.dir, name);
         const current = await fs.readFile(path, "utf8").catch(() => undefined);
-        if (current !== text) await writeFileAtomic(path, text, 0o644);
+        if (current !== text) await writeFileAtomic(fs, path, text, 0o644);
       }
       for (const f of await fs.readdir(opts.dir)) {
         if (f.startsWith(PREFIX) && f.endsWith(".yaml") && !wanted.has(f)) await fs.rm(join(opts.dir, f), { force: true });

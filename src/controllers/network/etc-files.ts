@@ -5,8 +5,8 @@
  * them into the etc folder. It has no outputs: the files are the result.
  */
 import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
-import { readFile } from "node:fs/promises";
 import path from "node:path";
+import { hostFiles, type Files } from "../../host/files/index.js";
 import type { Controller } from "../../state/runtime/index.js";
 import { writeEtcFiles } from "../../host/net/apply.js";
 import {
@@ -48,7 +48,7 @@ export function renderHosts(hostname: HostnameStatusSpec | undefined, defaultAdd
   return columns(rows);
 }
 
-export function etcFileController(etcRoot: string): Controller {
+export function etcFileController(etcRoot: string, fs: Files = hostFiles): Controller {
   return {
     name: "network.EtcFileController",
     inputs: [
@@ -71,11 +71,11 @@ export function etcFileController(etcRoot: string): Controller {
       if (resolvers) files["resolv.conf"] = renderResolvConf(resolvers);
       // Rewrite only what changed, so readers are not disturbed every reconcile.
       for (const [name, content] of Object.entries(files)) {
-        const old = await readFile(path.join(etcRoot, name), "utf8").catch(() => undefined);
+        const old = await fs.readFile(path.join(etcRoot, name), "utf8").catch(() => undefined);
         if (old === content) delete files[name];
       }
       if (Object.keys(files).length) {
-        await writeEtcFiles(etcRoot, files);
+        await writeEtcFiles(etcRoot, files, fs);
         ctx.log("wrote etc files", { files: Object.keys(files), etcRoot });
       }
     },

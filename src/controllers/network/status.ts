@@ -5,8 +5,8 @@
  * the etc folder (the one we write when managing the network, else the host's). Files are not resources
  * here, so the controller looks again soon while they are missing.
  */
-import { access } from "node:fs/promises";
 import path from "node:path";
+import { hostFiles, type Files } from "../../host/files/index.js";
 import type { Controller } from "../../state/runtime/index.js";
 import {
   HostnameStatusType,
@@ -22,9 +22,7 @@ import { NETWORK_NS, type NetworkEnv } from "./shared.js";
 
 export const STATUS_ID = "status";
 
-const exists = (p: string) => access(p).then(() => true, () => false);
-
-export function statusController(env: NetworkEnv): Controller {
+export function statusController(env: NetworkEnv, files: Files = hostFiles): Controller {
   return {
     name: "network.StatusController",
     inputs: [
@@ -36,13 +34,13 @@ export function statusController(env: NetworkEnv): Controller {
     async reconcile(ctx) {
       const current = ctx.get({ namespace: NETWORK_NS, type: NodeAddressType.type, id: "current" })?.spec as NodeAddressSpec | undefined;
       const routes = ctx.list(NETWORK_NS, RouteStatusType.type).map((r) => r.spec as RouteStatusSpec);
-      const files = await Promise.all(["hosts", "resolv.conf"].map((f) => exists(path.join(env.etcRoot, f))));
+      const present = await Promise.all(["hosts", "resolv.conf"].map((f) => files.exists(path.join(env.etcRoot, f))));
       const spec: NetworkStatusSpec = {
         addressReady: (current?.addresses.length ?? 0) > 0,
         // Upstream tests for a zero destination in any table; the local table has none.
         connectivityReady: routes.some((r) => r.dst === ""),
         hostnameReady: ctx.get({ namespace: NETWORK_NS, type: HostnameStatusType.type, id: HOSTNAME_ID }) !== undefined,
-        etcFilesReady: files.every(Boolean),
+        etcFilesReady: present.every(Boolean),
       };
       ctx.apply({ namespace: NETWORK_NS, type: NetworkStatusType.type, id: STATUS_ID, spec });
       return { requeueAfterMs: spec.etcFilesReady ? env.pollMs : env.retryMs };

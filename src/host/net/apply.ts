@@ -7,10 +7,11 @@
  * PID 1). A local-mode machined therefore cannot touch the host's own network by accident: there is no
  * "default" target, and a hand-made object is rejected at run time.
  */
-import { chmod, mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { execa } from "execa";
+import { hostFiles, writeFileAtomic, type Files } from "../files/index.js";
 
 export type NetTarget =
   | { readonly kind: "netns"; readonly netns: string }
@@ -173,16 +174,13 @@ export async function setHostname(t: NetTarget, hostname: string, domainname: st
  * Writes files (name → content) into `root` (a folder machined owns: the OS image's /system/etc or a
  * local-mode state folder), each replaced atomically so readers never see half a resolv.conf.
  */
-export async function writeEtcFiles(root: string, files: Record<string, string>): Promise<void> {
+export async function writeEtcFiles(root: string, files: Record<string, string>, fs: Files = hostFiles): Promise<void> {
   if (!path.isAbsolute(root)) throw new Error(`etc root must be an absolute path, got ${JSON.stringify(root)}`);
-  await mkdir(root, { recursive: true });
-  for (const [name, content] of Object.entries(files)) {
+  for (const name of Object.keys(files)) {
     if (name.includes("/") || name.startsWith(".")) throw new Error(`invalid etc file name ${JSON.stringify(name)}`);
-    const dst = path.join(root, name);
-    const tmp = `${dst}.tmp-${process.pid}`;
-    await writeFile(tmp, content, { mode: 0o644 });
-    await rename(tmp, dst);
   }
+  await fs.mkdir(root, { recursive: true });
+  for (const [name, content] of Object.entries(files)) await writeFileAtomic(fs, path.join(root, name), content, 0o644);
 }
 
 export interface DhcpLease {

@@ -9,3 +9,4 @@ export * from "./diskstats.js";
 export * from "./processes.js";
 export * from "./mounts.js";
 export * from "./system.js";
+export * from "./cgroup-usage.js";

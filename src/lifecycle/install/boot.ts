@@ -7,7 +7,7 @@
  *      a different slot is pending — records that the trial failed (event, Diagnostic, META record);
  *   4. a trial boot that is not ready within the deadline reboots, spending one of its tries.
  */
-import { readFile } from "node:fs/promises";
+import { hostFiles } from "../../host/files/index.js";
 import type { Slot } from "../../boot/layout.js";
 import { listSlotEntries } from "../../boot/sdboot.js";
 import { slotFromCmdline } from "../../boot/slot-files.js";
@@ -101,7 +101,7 @@ export class BootFlow {
         this.env.node.setCondition(TEST_NOT_READY_CONDITION, `slot ${slot} runs a test payload marked fail: not-ready`);
       }
     } else {
-      slot = slotFromCmdline(await readFile("/proc/cmdline", "utf8").catch(() => ""));
+      slot = slotFromCmdline(await hostFiles.readFile("/proc/cmdline", "utf8").catch(() => ""));
       if (!slot) {
         this.log.warn("the kernel command line names no machined.slot; not tracking upgrades on this boot");
         return undefined;

@@ -3,7 +3,7 @@
  * fall back to). Local mode installs only into disk-image files; a block device named by the config is left
  * alone there, so a developer's disks are never touched.
  */
-import { stat } from "node:fs/promises";
+import { hostFiles } from "../../host/files/index.js";
 import { planLayout, writeLayout, type Arch } from "../../boot/layout.js";
 import { describeDisk, resolveInstallDisk, type DiskSelector } from "../../boot/selector.js";
 import { installFirstSlot, type UpgradeRecord } from "../../boot/slots.js";
@@ -30,7 +30,7 @@ export interface DiscoveryOptions {
 /** Why local mode will not install for this spec (a device, or nothing to choose from), or undefined. */
 export async function localSkipReason(spec: InstallSpec, files: string[]): Promise<string | undefined> {
   if (spec.disk) {
-    const st = await stat(spec.disk).catch(() => undefined);
+    const st = await hostFiles.stat(spec.disk).catch(() => undefined);
     if (st?.isFile()) return undefined;
     if (st || spec.disk.startsWith("/dev/")) return `machine.install.disk ${spec.disk} is not a disk-image file; local mode never installs onto devices`;
     throw failedPrecondition(
@@ -45,7 +45,7 @@ export async function localSkipReason(spec: InstallSpec, files: string[]): Promi
 export async function installCandidates(spec: InstallSpec, d: DiscoveryOptions): Promise<DiskInfo[]> {
   const files = [...(d.files ?? [])];
   if (spec.disk && !spec.disk.startsWith("/dev/") && !files.includes(spec.disk)) {
-    if ((await stat(spec.disk).catch(() => undefined))?.isFile()) files.push(spec.disk);
+    if ((await hostFiles.stat(spec.disk).catch(() => undefined))?.isFile()) files.push(spec.disk);
   }
   return discoverDisks({ sysRoot: d.sysRoot, devRoot: d.devRoot, files });
 }

@@ -4,16 +4,15 @@
  * Sequences (upgrade, stageUpgrade, reset) run through Node.runSequence, so they report Sequence/Phase/Task
  * events with the caller's actor id and end in the Node's (simulated, in local mode) reboot.
  */
-import { realpath } from "node:fs/promises";
 import { join } from "node:path";
 import type { Arch } from "../../boot/layout.js";
 import { readLayout } from "../../boot/layout.js";
 import { rollback as rollbackSlots, readSlotState, DEFAULT_TRIES, type UpgradeRecord } from "../../boot/slots.js";
 import { discoverDisks, type DiskInfo } from "../../host/disks.js";
+import { hostFiles } from "../../host/files/index.js";
 import type { MachineConfig } from "../../machinery/config/index.js";
 import { registriesOf } from "../../machinery/config/registries.js";
-import { listImages, removeImage, type ImageInfo } from "./images.js";
-import { ApiError, Code, alreadyExists, failedPrecondition, invalidArgument, notFound } from "../../machinery/errors.js";
+import { ApiError, Code, alreadyExists, failedPrecondition, invalidArgument } from "../../machinery/errors.js";
 import { machinedVersion } from "../../machinery/version.js";
 import type { Ctr } from "../../supervisor/index.js";
 import type { Node } from "../node.js";
@@ -22,7 +21,8 @@ import { BootFlow } from "./boot.js";
 import { chooseInstallDisk, installCandidates, installSystem, localSkipReason, type InstallSpec } from "./install.js";
 import { readInstaller, unpackInstaller, verifyInstaller, writeLocalPayload, type InstallerPayload } from "./payload.js";
 import { publishDiagnostics, publishMetaKeys } from "./publish.js";
-import { ImagePuller, type PullProgress, type PulledImage } from "./pull.js";
+import { ImageManager } from "../images/manager.js";
+import type { ImagePuller, PulledImage } from "../images/pull.js";
 import { runReset, validateReset, type ResetRequestLike } from "./reset-flow.js";
 import { SystemDisk, SystemDiskRecord } from "./system-disk.js";
 import { rebootNow, reporter, type Reporter } from "./tasks.js";
@@ -37,6 +37,8 @@ export interface InstallManagerOptions {
   /** Discovery roots (tests point them at an empty folder so host disks stay out). */
   sysRoot?: string;
   devRoot?: string;
+  /** The node's image service; installer images are pulled through it. Built from ctr/insecureRegistries/fetch when absent. */
+  images?: ImageManager;
   /** containerd access for pulls (the node's own containerd when it runs). */
   ctr?: () => Ctr | undefined;
   insecureRegistries?: string[];
@@ -59,6 +61,7 @@ export interface LegacyUpgradeRequest {
 const BUSY = "another installation/upgrade is already in progress";
 
 export class InstallManager {
+  readonly images: ImageManager;
   readonly puller: ImagePuller;
   readonly boot: BootFlow;
   readonly arch: Arch;
@@ -68,7 +71,17 @@ export class InstallManager {
   constructor(private readonly o: InstallManagerOptions) {
     this.arch = o.arch ?? (process.arch === "arm64" ? "arm64" : "amd64");
     this.record = new SystemDiskRecord(o.stateDir);
-    this.puller = new ImagePuller({ cacheDir: o.stateDir, arch: this.arch, ctr: o.ctr, insecureRegistries: o.insecureRegistries, fetch: o.fetch });
+    this.images =
+      o.images ??
+      new ImageManager({
+        cacheDir: o.stateDir,
+        arch: this.arch,
+        ctr: o.ctr,
+        insecureRegistries: o.insecureRegistries,
+        fetch: o.fetch,
+        registries: () => registriesOf(o.node.activeConfig),
+      });
+    this.puller = this.images.puller;
     this.boot = new BootFlow({
       node: o.node,
       local: o.node.local,
@@ -129,27 +142,6 @@ export class InstallManager {
     if (sys && this.node.local) files.add(sys.path);
     const all = await discoverDisks({ sysRoot: this.o.sysRoot, devRoot: this.o.devRoot, files: [...files] });
     return all.map((disk) => ({ disk, system: sys?.path === disk.devPath }));
-  }
-
-  // ---------------------------------------------------------------- images
-
-  pull(ref: string, namespace: string, onProgress?: (p: PullProgress) => void, signal?: AbortSignal): Promise<PulledImage> {
-    return this.puller.pull({ ref, namespace, onProgress, signal, registries: registriesOf(this.node.activeConfig) });
-  }
-
-  /** containerd's image store, or a FailedPrecondition naming why it is not there. */
-  private containerd(): Ctr {
-    const ctr = this.o.ctr?.();
-    if (!ctr) throw failedPrecondition("containerd is not running on this node, so it has no image store to list or change");
-    return ctr;
-  }
-
-  listImages(namespace: string): Promise<ImageInfo[]> {
-    return listImages(this.containerd(), namespace, this.arch);
-  }
-
-  async removeImage(namespace: string, ref: string): Promise<void> {
-    if (!(await removeImage(this.containerd(), namespace, ref))) throw notFound(`image ${JSON.stringify(ref)} not found in namespace ${namespace}`);
   }
 
   /** pull → unpack → verify, reported as tasks. */
@@ -253,7 +245,7 @@ export class InstallManager {
     if (await this.systemDisk()) throw alreadyExists("machine is already installed");
     if (!image) throw invalidArgument("installer image name is required");
     if (!diskPath) throw invalidArgument("destination disk is required");
-    const target = await realpath(diskPath).catch((err: Error) => {
+    const target = await hostFiles.realpath(diskPath).catch((err: Error) => {
       throw invalidArgument(`invalid disk path: ${err.message}`);
     });
     const release = this.lock("install");

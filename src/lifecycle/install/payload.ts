@@ -7,13 +7,12 @@
  * so automatic fallback can be exercised without a broken kernel. PID-1 mode ignores it.
  */
 import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
-import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { hostFiles as files } from "../../host/files/index.js";
 import type { SlotPayload } from "../../boot/slot-files.js";
-import { verifyingStream } from "./oci.js";
-import type { PulledImage } from "./pull.js";
-import { extractTar } from "./tar-read.js";
+import { verifyingStream } from "../images/oci.js";
+import type { PulledImage } from "../images/pull.js";
+import { extractTar } from "../images/tar-read.js";
 
 export type FailMarker = "crash" | "panic" | "not-ready";
 export const FAIL_MARKERS: readonly FailMarker[] = ["crash", "panic", "not-ready"];
@@ -84,18 +83,18 @@ function checkManifest(m: InstallerManifest, arch: string, where: string): Insta
 
 async function sha256File(path: string): Promise<string> {
   const h = createHash("sha256");
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) h.update(chunk as Buffer);
+  for await (const chunk of files.readStream(path, { chunkSize: 1 << 20 })) h.update(chunk);
   return h.digest("hex");
 }
 
 /** Every file the manifest lists must be present with its size and sha256 (the "verify" step). */
 export async function verifyInstaller(dir: string, m: InstallerManifest): Promise<void> {
-  const files: FileSpec[] = [m.kernel, m.initramfs];
-  if (m.bootloader?.bios) files.push(m.bootloader.bios.boot, m.bootloader.bios.core);
-  if (m.rootfs?.path && m.rootfs.size !== undefined && m.rootfs.sha256 && !m.rootfs.location) files.push(m.rootfs as FileSpec);
-  for (const f of files) {
+  const specs: FileSpec[] = [m.kernel, m.initramfs];
+  if (m.bootloader?.bios) specs.push(m.bootloader.bios.boot, m.bootloader.bios.core);
+  if (m.rootfs?.path && m.rootfs.size !== undefined && m.rootfs.sha256 && !m.rootfs.location) specs.push(m.rootfs as FileSpec);
+  for (const f of specs) {
     const p = join(dir, f.path);
-    const st = await stat(p).catch(() => undefined);
+    const st = await files.stat(p).catch(() => undefined);
     if (!st?.isFile()) throw new Error(`installer file ${f.path} listed in manifest.json is missing from the image`);
     if (st.size !== f.size) throw new Error(`installer file ${f.path} is ${st.size} bytes, manifest.json says ${f.size}`);
     const got = await sha256File(p);
@@ -104,7 +103,7 @@ export async function verifyInstaller(dir: string, m: InstallerManifest): Promis
 }
 
 export async function readInstaller(dir: string, arch: string, image: string): Promise<InstallerPayload> {
-  const raw = await readFile(join(dir, MANIFEST_NAME), "utf8").catch(() => undefined);
+  const raw = await files.readFile(join(dir, MANIFEST_NAME), "utf8").catch(() => undefined);
   if (raw === undefined) throw new Error(`image ${image} is not a machined installer: it has no /${installPrefix(arch)}${MANIFEST_NAME}`);
   let parsed: InstallerManifest;
   try {
@@ -115,15 +114,15 @@ export async function readInstaller(dir: string, arch: string, image: string): P
   const m = checkManifest(parsed, arch, `image ${image}`);
   const efiName = m.bootloader?.path;
   const efi = efiName && /^[\w.+-]+$/.test(efiName) ? join(dir, efiName) : undefined;
-  const hasEfi = efi ? await stat(efi).then((s) => s.isFile(), () => false) : false;
+  const hasEfi = efi ? await files.stat(efi).then((s) => s.isFile(), () => false) : false;
   const bios = m.bootloader?.bios ? { boot: join(dir, m.bootloader.bios.boot.path), core: join(dir, m.bootloader.bios.core.path) } : undefined;
   return { manifest: m, dir, image, kernel: join(dir, m.kernel.path), initramfs: join(dir, m.initramfs.path), efi: hasEfi ? efi : undefined, bios };
 }
 
 /** Unpacks /usr/install/<arch>/ from every layer (later layers win) into `dir`, checking each layer's digest. */
 export async function unpackInstaller(img: PulledImage, arch: string, dir: string): Promise<InstallerPayload> {
-  await rm(dir, { recursive: true, force: true });
-  await mkdir(dir, { recursive: true });
+  await files.rm(dir, { recursive: true, force: true });
+  await files.mkdir(dir, { recursive: true });
   const prefix = installPrefix(arch);
   for (const layer of img.manifest.layers) {
     const stream = verifyingStream(await img.source.stream(layer.digest), layer.digest, img.source.where);
@@ -146,11 +145,11 @@ export function toSlotPayload(p: InstallerPayload, extraKernelArgs: string[] = [
  * running agent's version. A local node never boots them; upgrades then bring real (or test) payloads.
  */
 export async function writeLocalPayload(dir: string, version: string, arch: string): Promise<InstallerPayload> {
-  await rm(dir, { recursive: true, force: true });
-  await mkdir(dir, { recursive: true });
+  await files.rm(dir, { recursive: true, force: true });
+  await files.mkdir(dir, { recursive: true });
   const file = async (name: string, text: string): Promise<FileSpec> => {
     const data = Buffer.from(text);
-    await writeFile(join(dir, name), data);
+    await files.writeFile(join(dir, name), data);
     return { path: name, size: data.length, sha256: createHash("sha256").update(data).digest("hex") };
   };
   const manifest: InstallerManifest = {
@@ -162,6 +161,6 @@ export async function writeLocalPayload(dir: string, version: string, arch: stri
     kernel: await file("vmlinuz", `machined local-mode placeholder kernel ${version}\n`),
     initramfs: await file("initramfs.zst", `machined local-mode placeholder initramfs ${version}\n`),
   };
-  await writeFile(join(dir, MANIFEST_NAME), JSON.stringify(manifest, null, 2));
+  await files.writeFile(join(dir, MANIFEST_NAME), JSON.stringify(manifest, null, 2));
   return readInstaller(dir, arch, "local");
 }

@@ -7,8 +7,8 @@
  *   STATE     → config.yaml, config.staged.yaml, node-identity.yaml (the machine config and identity);
  *   EPHEMERAL → etcd/, etcd.snapshot, containerd/ (what /var holds on a real node).
  */
-import { rm, stat, truncate } from "node:fs/promises";
 import { join } from "node:path";
+import { hostFiles as files } from "../../host/files/index.js";
 import { openBlockIO, withBlockIO } from "../../boot/blockio.js";
 import { partitionDevicePath } from "../../boot/layout.js";
 import { Meta } from "../../boot/meta.js";
@@ -35,10 +35,10 @@ export function checkLabels(labels: string[]): WipeableLabel[] {
 
 /** Fast wipe of a whole disk or image file. */
 export async function wipeDisk(path: string): Promise<void> {
-  const st = await stat(path);
+  const st = await files.stat(path);
   if (st.isFile()) {
-    await truncate(path, 0);
-    await truncate(path, st.size);
+    await files.truncate(path, 0);
+    await files.truncate(path, st.size);
     return;
   }
   await withBlockIO(path, { write: true }, async (io) => {
@@ -51,7 +51,7 @@ export async function wipeDisk(path: string): Promise<void> {
 }
 
 export async function removeStateFiles(stateDir: string, names: string[]): Promise<void> {
-  for (const n of names) await rm(join(stateDir, n), { recursive: true, force: true });
+  for (const n of names) await files.rm(join(stateDir, n), { recursive: true, force: true });
 }
 
 /** Re-creates one system partition empty (STATE ext4, EPHEMERAL xfs, META an empty ADV). */
@@ -59,7 +59,7 @@ export async function wipePartition(disk: SystemDisk, label: WipeableLabel): Pro
   const role = label === "STATE" ? "state" : label === "EPHEMERAL" ? "ephemeral" : "meta";
   const part = disk.layout.partitions.find((p) => p.role === role);
   if (!part) return;
-  const isFile = (await stat(disk.path)).isFile();
+  const isFile = (await files.stat(disk.path)).isFile();
   if (label === "META") {
     await withBlockIO(disk.path, { write: true }, async (io) => {
       await io.write(part.offset, Buffer.alloc(part.size));

@@ -3,8 +3,8 @@
  * the lifecycle tasks touch goes through here: the ESP (mtools at the partition's offset, no mounts), META, and
  * the BOOT-A/BOOT-B regions. Each operation opens and closes the disk, so nothing stays open across reboots.
  */
-import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { hostFiles } from "../../host/files/index.js";
 import { openBlockIO, type BlockIO } from "../../boot/blockio.js";
 import { MtoolsEsp } from "../../boot/esp-mtools.js";
 import type { EspFs } from "../../boot/esp.js";
@@ -88,7 +88,7 @@ export class SystemDiskRecord {
 
   async get(): Promise<string | undefined> {
     try {
-      return (JSON.parse(await readFile(this.file, "utf8")) as { path?: string }).path;
+      return (JSON.parse(await hostFiles.readFile(this.file, "utf8")) as { path?: string }).path;
     } catch {
       return undefined;
     }
@@ -99,6 +99,6 @@ export class SystemDiskRecord {
   }
 
   async clear(): Promise<void> {
-    await rm(this.file, { force: true });
+    await hostFiles.rm(this.file, { force: true });
   }
 }

@@ -1,8 +1,8 @@
 /**
  * The etcd maintenance RPCs with upstream semantics and error texts (server/v1alpha1 + internal/pkg/etcd).
  */
-import { rm, readdir } from "node:fs/promises";
 import { join } from "node:path";
+import { hostFiles, type Files } from "../../host/files/index.js";
 import { ApiError, Code } from "../../machinery/errors.js";
 import { sleep } from "../health.js";
 import type { EtcdClient } from "./client.js";
@@ -59,7 +59,7 @@ export async function removeMemberById(c: EtcdClient, id: bigint): Promise<void>
  * then let the caller stop the service, then clear the data directory's contents: the data is useless
  * once the member is gone, and the directory itself may be a mount point.
  */
-export async function leaveCluster(c: EtcdClient, stopService: () => Promise<void>, dataDir: string, retryForMs = 60_000): Promise<void> {
+export async function leaveCluster(c: EtcdClient, stopService: () => Promise<void>, dataDir: string, retryForMs = 60_000, files: Files = hostFiles): Promise<void> {
   const self = (await c.status()).memberId;
   const end = Date.now() + retryForMs;
   for (;;) {
@@ -74,5 +74,5 @@ export async function leaveCluster(c: EtcdClient, stopService: () => Promise<voi
     }
   }
   await stopService();
-  for (const entry of await readdir(dataDir).catch(() => [] as string[])) await rm(join(dataDir, entry), { recursive: true, force: true });
+  for (const entry of await files.readdir(dataDir).catch(() => [] as string[])) await files.rm(join(dataDir, entry), { recursive: true, force: true });
 }

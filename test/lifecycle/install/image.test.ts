@@ -6,9 +6,9 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { gzipSync } from "node:zlib";
 import { tarFiles } from "../../../src/machinery/archive/tar.js";
-import { cleanTarName, extractTar } from "../../../src/lifecycle/install/tar-read.js";
-import { parseImageRef, pinnedName } from "../../../src/lifecycle/install/image-ref.js";
-import { ImagePuller } from "../../../src/lifecycle/install/pull.js";
+import { cleanTarName, extractTar } from "../../../src/lifecycle/images/tar-read.js";
+import { parseImageRef, pinnedName } from "../../../src/lifecycle/images/image-ref.js";
+import { ImagePuller } from "../../../src/lifecycle/images/pull.js";
 import { toSlotPayload, unpackInstaller, verifyInstaller } from "../../../src/lifecycle/install/payload.js";
 import { ARCH, addInstallerImage } from "./fixtures.js";
 

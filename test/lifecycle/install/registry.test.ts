@@ -23,7 +23,7 @@ import {
 import { EmptySchema } from "@bufbuild/protobuf/wkt";
 import { LifecycleService, LifecycleServiceUpgradeRequestSchema, LifecycleServiceUpgradeResponseSchema } from "../../../src/machinery/api/gen/machine/lifecycle_pb.js";
 import { generateConfigs } from "../../../src/machinery/generate/index.js";
-import { ImagePuller } from "../../../src/lifecycle/install/pull.js";
+import { ImagePuller } from "../../../src/lifecycle/images/pull.js";
 import { unpackInstaller, verifyInstaller } from "../../../src/lifecycle/install/payload.js";
 import type { Ctr } from "../../../src/supervisor/index.js";
 import { missingTools } from "../../boot/helpers.js";

@@ -1,6 +1,6 @@
 /** Parsing `ctr images ls` (the store behind ImageService/List; the real daemon is exercised in registry.test.ts). */
 import { describe, expect, it } from "vitest";
-import { parseImageRows } from "../../../src/lifecycle/install/images.js";
+import { parseImageRows } from "../../../src/lifecycle/images/store.js";
 
 const D = `sha256:${"a".repeat(64)}`;
 

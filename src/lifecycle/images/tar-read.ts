@@ -5,8 +5,8 @@
  */
 import { createGunzip } from "node:zlib";
 import { Readable } from "node:stream";
-import { mkdir, open } from "node:fs/promises";
 import { dirname } from "node:path";
+import { hostFiles, writeAll, type Files } from "../../host/files/index.js";
 
 const BLOCK = 512;
 
@@ -140,7 +140,7 @@ export interface TarExtractResult {
  * Writes every regular file for which `pick(name)` returns a host path; everything else is skipped.
  * Later entries of the same name replace earlier ones, as when a layer is unpacked.
  */
-export async function extractTar(src: AsyncIterable<Buffer>, pick: (name: string) => string | undefined): Promise<TarExtractResult> {
+export async function extractTar(src: AsyncIterable<Buffer>, pick: (name: string) => string | undefined, files: Files = hostFiles): Promise<TarExtractResult> {
   const r = new ByteReader(decompressed(src));
   const written: string[] = [];
   let entries = 0;
@@ -175,11 +175,11 @@ export async function extractTar(src: AsyncIterable<Buffer>, pick: (name: string
       await r.forward(pad(size), undefined, true);
       continue;
     }
-    await mkdir(dirname(dest), { recursive: true });
-    const fh = await open(dest, "w", 0o644);
+    await files.mkdir(dirname(dest), { recursive: true });
+    const fh = await files.open(dest, "w", 0o644);
     try {
       await r.forward(size, async (b) => {
-        await fh.write(b);
+        await writeAll(fh, b);
       });
     } finally {
       await fh.close();

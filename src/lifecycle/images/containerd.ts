@@ -3,7 +3,7 @@
  * pull` into the requested namespace, then blobs are read back from containerd's content store with
  * `ctr content get`, so the image stays visible to `talosctl image list` and is garbage-collected by containerd.
  */
-import { spawn } from "node:child_process";
+import { ToolExitError } from "../../host/tools.js";
 import type { Ctr } from "../../supervisor/index.js";
 import type { RegistryRef } from "./image-ref.js";
 import { checkDigest, type BlobSource } from "./oci.js";
@@ -53,21 +53,14 @@ export class ContainerdContent implements BlobSource {
 
   /** `ctr content get` streams the blob to stdout; a non-zero exit becomes an error at the end of the stream. */
   async stream(digest: string): Promise<AsyncIterable<Buffer>> {
-    const child = spawn(this.ctr.bin, ["-a", this.ctr.address, "-n", this.namespace, "content", "get", digest], { stdio: ["ignore", "pipe", "pipe"] });
-    let stderr = "";
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number | null>((resolve, reject) => {
-      child.on("error", reject);
-      child.on("close", (code) => resolve(code));
-    });
+    const out = this.ctr.tools.stream([this.ctr.bin, "-a", this.ctr.address, "-n", this.namespace, "content", "get", digest]);
     const where = this.where;
     return (async function* () {
       try {
-        for await (const chunk of child.stdout) yield chunk as Buffer;
-        const code = await exited;
-        if (code !== 0) throw new Error(`${where}: ctr content get ${digest} failed (exit ${code}): ${stderr.trim()}`);
-      } finally {
-        if (child.exitCode === null) child.kill("SIGKILL");
+        yield* out;
+      } catch (err) {
+        if (err instanceof ToolExitError) throw new Error(`${where}: ctr content get ${digest} failed (exit ${err.exitCode}): ${err.stderr.trim()}`);
+        throw err;
       }
     })();
   }

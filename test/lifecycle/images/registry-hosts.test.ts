@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../../src/machinery/config/index.js";
 import { basicCredentials, registriesOf } from "../../../src/machinery/config/registries.js";
-import { parseImageRef, type RegistryRef } from "../../../src/lifecycle/install/image-ref.js";
-import { endpointsFor, writeHostsDir } from "../../../src/lifecycle/install/registry-hosts.js";
+import { parseImageRef, type RegistryRef } from "../../../src/lifecycle/images/image-ref.js";
+import { endpointsFor, writeHostsDir } from "../../../src/lifecycle/images/registry-hosts.js";
 
 const legacy = loadConfig(`version: v1alpha1
 machine:

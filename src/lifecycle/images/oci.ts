@@ -4,9 +4,8 @@
  * Every blob read is checked against its sha256 digest, so a corrupted cache or a lying registry is caught.
  */
 import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
-import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { hostFiles, isNotFound, writeFileAtomic, type AtomicData, type Files } from "../../host/files/index.js";
 
 export const MediaType = {
   ociIndex: "application/vnd.oci.image.index.v1+json",
@@ -89,21 +88,24 @@ const blobPath = (dir: string, digest: string) => join(dir, "blobs", ...digest.s
 /** An OCI image layout folder (read side). */
 export class OciLayout implements BlobSource {
   readonly where: string;
-  constructor(readonly dir: string) {
+  constructor(
+    readonly dir: string,
+    private readonly files: Files = hostFiles,
+  ) {
     this.where = `OCI layout ${dir}`;
   }
 
   async blob(digest: string): Promise<Buffer> {
-    return checkDigest(digest, await readFile(blobPath(this.dir, digest)), this.where);
+    return checkDigest(digest, await this.files.readFile(blobPath(this.dir, digest)), this.where);
   }
 
   async stream(digest: string): Promise<AsyncIterable<Buffer>> {
-    await stat(blobPath(this.dir, digest));
-    return createReadStream(blobPath(this.dir, digest), { highWaterMark: 1 << 20 });
+    await this.files.stat(blobPath(this.dir, digest));
+    return this.files.readStream(blobPath(this.dir, digest), { chunkSize: 1 << 20 });
   }
 
   async has(d: Descriptor): Promise<boolean> {
-    return stat(blobPath(this.dir, d.digest)).then(
+    return this.files.stat(blobPath(this.dir, d.digest)).then(
       (s) => s.size === d.size,
       () => false,
     );
@@ -111,9 +113,9 @@ export class OciLayout implements BlobSource {
 
   async index(): Promise<Descriptor[]> {
     try {
-      return (JSON.parse(await readFile(join(this.dir, "index.json"), "utf8")) as ImageIndex).manifests ?? [];
+      return (JSON.parse(await this.files.readFile(join(this.dir, "index.json"), "utf8")) as ImageIndex).manifests ?? [];
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+      if (isNotFound(err)) return [];
       throw err;
     }
   }
@@ -134,27 +136,21 @@ export class OciLayout implements BlobSource {
   // ---- write side (the registry pull cache) ----
 
   async init(): Promise<void> {
-    await mkdir(join(this.dir, "blobs", "sha256"), { recursive: true });
-    await writeFile(join(this.dir, "oci-layout"), '{"imageLayoutVersion":"1.0.0"}');
+    await this.files.mkdir(join(this.dir, "blobs", "sha256"), { recursive: true });
+    await this.files.writeFile(join(this.dir, "oci-layout"), '{"imageLayoutVersion":"1.0.0"}');
   }
 
-  /** Where a blob being downloaded goes before it is verified and renamed into place. */
-  tempPath(digest: string): string {
-    return `${blobPath(this.dir, digest)}.partial`;
-  }
-
-  async commit(digest: string): Promise<void> {
-    await rename(this.tempPath(digest), blobPath(this.dir, digest));
+  /**
+   * Stores a blob from bytes or a stream, atomically: a stream that throws (a dropped connection, a digest
+   * the caller's check rejects at its end) leaves no blob behind, so `has` never sees a partial one.
+   */
+  async writeBlob(digest: string, data: AtomicData): Promise<void> {
+    await writeFileAtomic(this.files, blobPath(this.dir, digest), data, 0o644);
   }
 
   async putBlob(digest: string, data: Buffer): Promise<void> {
     checkDigest(digest, data, this.where);
-    await writeFile(this.tempPath(digest), data);
-    await this.commit(digest);
-  }
-
-  async dropPartial(digest: string): Promise<void> {
-    await rm(this.tempPath(digest), { force: true });
+    await this.writeBlob(digest, data);
   }
 
   /** Records `name` → top-level descriptor, replacing an older entry of that name. */
@@ -163,7 +159,6 @@ export class OciLayout implements BlobSource {
     const kept = (await this.index()).filter((x) => x.annotations?.[key] !== name);
     const entry = { mediaType: d.mediaType, digest: d.digest, size: d.size, annotations: { [key]: name } };
     const doc = { schemaVersion: 2, manifests: [...kept, entry] };
-    await writeFile(join(this.dir, "index.json.tmp"), JSON.stringify(doc, null, 1));
-    await rename(join(this.dir, "index.json.tmp"), join(this.dir, "index.json"));
+    await writeFileAtomic(this.files, join(this.dir, "index.json"), JSON.stringify(doc, null, 1), 0o644);
   }
 }

@@ -5,7 +5,7 @@
  * on a trial slot. Nothing is ever written as the "magic close" 'V': the watchdog stays armed until reboot.
  */
 import { existsSync, openSync, writeSync } from "node:fs";
-import type { ModuleLoader } from "../host/modules.js";
+import type { ModuleLoader } from "./modules.js";
 
 export interface Watchdog {
   device: string;

@@ -7,9 +7,8 @@
  * Progress is reported per layer, in the shape of ImageServicePullProgress.
  */
 import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
-import { mkdir, open, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { hostFiles, type Files } from "../../host/files/index.js";
 import type { Ctr } from "../../supervisor/index.js";
 import { ContainerdContent } from "./containerd.js";
 import { isLoopbackHost, parseImageRef, pinnedName, type ImageRef, type RegistryRef } from "./image-ref.js";
@@ -50,6 +49,8 @@ export interface PullerOptions {
   /** Registries spoken to over plain HTTP besides loopback ones. */
   insecureRegistries?: string[];
   fetch?: typeof fetch;
+  /** Where the cache lives (the host's filesystem by default). */
+  files?: Files;
 }
 
 export interface PullRequest {
@@ -65,7 +66,11 @@ export interface PullRequest {
 const shortId = (digest: string) => digest.replace(/^sha256:/, "").slice(0, 12);
 
 export class ImagePuller {
-  constructor(private readonly o: PullerOptions) {}
+  private readonly files: Files;
+
+  constructor(private readonly o: PullerOptions) {
+    this.files = o.files ?? hostFiles;
+  }
 
   private plainHttp = (host: string) => isLoopbackHost(host) || (this.o.insecureRegistries ?? []).includes(host);
 
@@ -82,7 +87,7 @@ export class ImagePuller {
       req.onProgress?.({ layerId: shortId(d.digest), status, offset, total: d.size, elapsedMs: Date.now() - started });
 
     if (ref.kind !== "registry") {
-      const layout = ref.kind === "oci" ? new OciLayout(ref.path) : await this.unpackArchive(ref.path);
+      const layout = ref.kind === "oci" ? new OciLayout(ref.path, this.files) : await this.unpackArchive(ref.path);
       const top = await layout.resolve(ref.tag);
       const { manifest } = await selectManifest(layout, await layout.blob(top.digest), this.o.arch);
       for (const l of manifest.layers) report(l, "already-exists");
@@ -94,7 +99,7 @@ export class ImagePuller {
       const content = new ContainerdContent(ctr, req.namespace ?? "system");
       const before = await content.imageDigest(ref.full).catch(() => undefined);
       const registries = req.registries ?? EMPTY_REGISTRIES;
-      const hostsDir = await writeHostsDir(join(this.o.cacheDir, "registries", "hosts"), registries);
+      const hostsDir = await writeHostsDir(join(this.o.cacheDir, "registries", "hosts"), registries, this.files);
       const user = basicCredentials(credentialsFor(endpointsFor(ref, registries, this.plainHttp)));
       const { digest } = await content.pull(ref, { plainHttp: this.plainHttp(ref.registry), arch: this.o.arch, signal: req.signal, hostsDir, user });
       const { manifest } = await selectManifest(content, await content.blob(digest), this.o.arch);
@@ -106,7 +111,7 @@ export class ImagePuller {
   }
 
   private async pullHttp(ref: RegistryRef, req: PullRequest, report: (d: Descriptor, s: PullStatus, offset?: number) => void): Promise<PulledImage> {
-    const cache = new OciLayout(join(this.o.cacheDir, "images"));
+    const cache = new OciLayout(join(this.o.cacheDir, "images"), this.files);
     await cache.init();
     const endpoints = endpointsFor(ref, req.registries ?? EMPTY_REGISTRIES, this.plainHttp);
     const client = new RegistryClient(ref, { endpoints, fetch: this.o.fetch, signal: req.signal });
@@ -136,53 +141,46 @@ export class ImagePuller {
 
   private async download(client: RegistryClient, cache: OciLayout, d: Descriptor, report?: (d: Descriptor, s: PullStatus, offset?: number) => void): Promise<void> {
     const { body } = await client.blobStream(d.digest);
-    const h = createHash("sha256");
-    const fh = await open(cache.tempPath(d.digest), "w");
-    let offset = 0;
-    let lastReport = 0;
-    try {
-      report?.(d, "downloading", 0);
+    report?.(d, "downloading", 0);
+    // counted and hashed on the way to the cache; a mismatch at the end keeps the blob out of it
+    const checked = (async function* () {
+      const h = createHash("sha256");
+      let offset = 0;
+      let lastReport = 0;
       for await (const chunk of body) {
         h.update(chunk);
-        await fh.write(chunk);
         offset += chunk.length;
+        yield chunk;
         if (report && Date.now() - lastReport > 500) {
           lastReport = Date.now();
           report(d, "downloading", offset);
         }
       }
-      await fh.sync();
-    } catch (err) {
-      await fh.close();
-      await cache.dropPartial(d.digest);
-      throw err;
-    }
-    await fh.close();
-    const got = `sha256:${h.digest("hex")}`;
-    if (got !== d.digest || offset !== d.size) {
-      await cache.dropPartial(d.digest);
-      throw new Error(`${client.where}: blob ${d.digest} arrived as ${offset} bytes with digest ${got} (expected ${d.size} bytes)`);
-    }
-    await cache.commit(d.digest);
+      const got = `sha256:${h.digest("hex")}`;
+      if (got !== d.digest || offset !== d.size) {
+        throw new Error(`${client.where}: blob ${d.digest} arrived as ${offset} bytes with digest ${got} (expected ${d.size} bytes)`);
+      }
+    })();
+    await cache.writeBlob(d.digest, checked);
     report?.(d, "download-complete");
   }
 
   /** An oci-archive file is unpacked once per content (keyed by its hash) into the cache. */
   private async unpackArchive(path: string): Promise<OciLayout> {
-    const st = await stat(path).catch(() => undefined);
+    const st = await this.files.stat(path).catch(() => undefined);
     if (!st?.isFile()) throw new Error(`oci-archive ${path} does not exist or is not a file`);
     const key = sha256Digest(Buffer.from(`${path}\0${st.size}\0${st.mtimeMs}`)).slice(7, 23);
     const dir = join(this.o.cacheDir, "archives", key);
-    const layout = new OciLayout(dir);
+    const layout = new OciLayout(dir, this.files);
     if ((await layout.index()).length > 0) return layout;
     // unpacked next to the final folder and renamed, so a cut unpack is never mistaken for a complete one
     const tmp = `${dir}.tmp`;
-    await rm(tmp, { recursive: true, force: true });
-    await mkdir(tmp, { recursive: true });
-    await extractTar(createReadStream(path, { highWaterMark: 1 << 20 }), (name) => join(tmp, name));
-    if ((await new OciLayout(tmp).index()).length === 0) throw new Error(`oci-archive ${path} holds no index.json (not an OCI image layout archive)`);
-    await rm(dir, { recursive: true, force: true });
-    await rename(tmp, dir);
+    await this.files.rm(tmp, { recursive: true, force: true });
+    await this.files.mkdir(tmp, { recursive: true });
+    await extractTar(this.files.readStream(path, { chunkSize: 1 << 20 }), (name) => join(tmp, name), this.files);
+    if ((await new OciLayout(tmp, this.files).index()).length === 0) throw new Error(`oci-archive ${path} holds no index.json (not an OCI image layout archive)`);
+    await this.files.rm(dir, { recursive: true, force: true });
+    await this.files.rename(tmp, dir);
     return layout;
   }
 }

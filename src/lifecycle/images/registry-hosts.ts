@@ -5,8 +5,8 @@
  * For containerd the same answer is written as a hosts directory (`ctr images pull --hosts-dir`), one
  * `<host>/hosts.toml` per mirrored registry, in containerd's documented format.
  */
-import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { hostFiles, type Files } from "../../host/files/index.js";
 import type { Registries, RegistryAuth, RegistryTls } from "../../machinery/config/registries.js";
 import type { RegistryRef } from "./image-ref.js";
 
@@ -57,14 +57,14 @@ const toml = (s: string) => JSON.stringify(s); // a TOML basic string escapes li
  * Writes `<dir>/<host>/hosts.toml` for every mirrored registry (the "*" mirror becomes `_default`), replacing
  * what was there. Returns the folder to pass as --hosts-dir, or undefined when nothing is mirrored.
  */
-export async function writeHostsDir(dir: string, r: Registries): Promise<string | undefined> {
-  await rm(dir, { recursive: true, force: true });
+export async function writeHostsDir(dir: string, r: Registries, files: Files = hostFiles): Promise<string | undefined> {
+  await files.rm(dir, { recursive: true, force: true });
   const hosts = Object.keys(r.mirrors);
   if (hosts.length === 0) return undefined;
   for (const host of hosts) {
     const m = r.mirrors[host];
     const folder = join(dir, host === "*" ? "_default" : host);
-    await mkdir(folder, { recursive: true });
+    await files.mkdir(folder, { recursive: true });
     const lines: string[] = [];
     // `server` is where containerd falls back to; with skipFallback the last mirror stands in for it
     if (host !== "*") lines.push(`server = ${toml(m.skipFallback && m.endpoints.length > 0 ? m.endpoints[m.endpoints.length - 1].url : `https://${apiHost(host)}`)}`, "");
@@ -76,12 +76,12 @@ export async function writeHostsDir(dir: string, r: Registries): Promise<string 
       if (tls?.insecureSkipVerify) lines.push("  skip_verify = true");
       if (tls?.ca) {
         const caFile = join(folder, `ca-${i}.pem`);
-        await writeFile(caFile, tls.ca);
+        await files.writeFile(caFile, tls.ca);
         lines.push(`  ca = ${toml(caFile)}`);
       }
       lines.push("");
     }
-    await writeFile(join(folder, "hosts.toml"), lines.join("\n"));
+    await files.writeFile(join(folder, "hosts.toml"), lines.join("\n"));
   }
   return dir;
 }
