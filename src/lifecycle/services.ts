@@ -26,6 +26,13 @@ export interface SystemServicesOptions {
    * other's cgroups; none when disabled (there is nothing to contain).
    */
   cgroups?: CgroupManager;
+  /** The folder name our cgroups live under (default from the state folder); a sandbox passes its host folder's. */
+  cgroupPrefix?: string;
+}
+
+/** machined's cgroup folder for a state folder: unique per node, stable across restarts. */
+export function cgroupPrefixFor(stateDir: string): string {
+  return `machined-${createHash("sha256").update(stateDir).digest("hex").slice(0, 12)}`;
 }
 
 export class SystemServices implements ServiceHost {
@@ -43,7 +50,7 @@ export class SystemServices implements ServiceHost {
     if (o.cgroups) this.cgroups = o.cgroups;
     else if (!o.enabled) this.cgroups = noCgroups;
     else {
-      const prefix = `machined-${createHash("sha256").update(o.stateDir).digest("hex").slice(0, 12)}`;
+      const prefix = o.cgroupPrefix ?? cgroupPrefixFor(o.stateDir);
       this.ownCgroups = new Cgroups({ prefix, log: (m) => this.logs.get("machined").write(`${m}\n`) });
       // Daemons of an earlier run of this state folder that died without stopping them hold its ports.
       this.ownCgroups.reapLeftovers();

@@ -15,7 +15,8 @@ import { EventBus } from "../state/events.js";
 import { InMemoryState } from "../state/inmem.js";
 import type { State } from "../state/types.js";
 import { Node, type NodePower } from "../lifecycle/node.js";
-import { SystemServices } from "../lifecycle/services.js";
+import { cgroupPrefixFor, SystemServices } from "../lifecycle/services.js";
+import { ensureV1Folder, isCgroupV1 } from "../host/cgroups-v1.js";
 import { InstallManager, type InstallManagerOptions } from "../lifecycle/install/manager.js";
 import type { MachineConfig } from "../machinery/config/index.js";
 import { readSpec } from "../machinery/resources/read.js";
@@ -36,6 +37,10 @@ export interface AssembleOptions {
   local: boolean;
   /** Local mode inside a sandbox (own namespaces and root): upstream paths, Kubernetes can run. */
   sandbox?: boolean;
+  /** PID 1 or a sandbox: the node runs Kubernetes (CRI, etcd and kubelet containers, kernel parameters). */
+  kubernetes?: boolean;
+  /** The cgroup folder of this node (a sandbox derives it from its host state folder, unique per node). */
+  cgroupPrefix?: string;
   listen: { host: string; port: number };
   logLevel: string;
   /** Run daemons (containerd, etcd, ...); false where the host cannot (not root, binaries missing). */
@@ -90,7 +95,11 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
   const types = buildRegistry();
   publishDefinitions(state, types);
 
-  const services = new SystemServices({ stateDir: o.stateDir, state, events, enabled: o.services, cgroups: o.serviceOptions?.cgroups });
+  const services = new SystemServices({ stateDir: o.stateDir, state, events, enabled: o.services, cgroups: o.serviceOptions?.cgroups, cgroupPrefix: o.cgroupPrefix });
+  const prefix = o.cgroupPrefix ?? cgroupPrefixFor(o.stateDir);
+  const cgroupV1 = o.kubernetes ? isCgroupV1() : false;
+  // The kubelet's cgroup root must exist in every v1 hierarchy before it starts; a sandbox's is a folder of its own.
+  if (o.kubernetes && o.sandbox && cgroupV1) ensureV1Folder(prefix);
   sink.attach(services.logSink());
 
   // The install manager needs the node (sequences, reboot) and the node needs the install hooks: both are built
@@ -131,6 +140,9 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
     manifestsDir: o.manifestsDir,
     services,
     serviceOptions: { containerd: o.serviceOptions?.containerd, etcd: o.serviceOptions?.etcd },
+    kubernetes: o.kubernetes
+      ? { sandbox: o.sandbox ?? false, cgroupV1, cgroupParent: o.sandbox ? `/${prefix}` : undefined, resolvConf: o.sandbox ? "/etc/resolv.conf" : "/system/resolved/resolv.conf" }
+      : undefined,
     etcdMemberId: async () => {
       const etcd = services.etcd;
       if (!etcd) throw new Error("etcd is not supervised on this node");

@@ -18,8 +18,19 @@ import { etcdConfigController } from "../controllers/etcd/config.js";
 import { etcdSpecController } from "../controllers/etcd/spec.js";
 import { etcdServiceController } from "../controllers/etcd/service.js";
 import { containerdServiceController } from "../controllers/runtime/containerd-service.js";
+import { criServiceController } from "../controllers/cri/cri-service.js";
+import { criRegistriesConfigController } from "../controllers/cri/registries-config.js";
+import { kubeletServiceController } from "../controllers/k8s/kubelet-service.js";
+import { kernelParamDefaultsController } from "../controllers/runtime/kernel-param-defaults.js";
+import { kernelParamConfigController } from "../controllers/runtime/kernel-param-config.js";
+import { kernelParamSpecController } from "../controllers/runtime/kernel-param-spec.js";
+import { hostSysctls, isNetnsSysctl } from "../host/sysctl.js";
+import { CRI_REGISTRY_HOSTS, ETCD_DATA, ETCD_PKI, ETCD_RECOVERY_SNAPSHOT, SYSTEM_NAMESPACE } from "../machinery/paths.js";
+import { readSpec } from "../machinery/resources/read.js";
+import { ETCD_ID, EtcdSpecType } from "../machinery/resources/types/etcd.js";
+import { KUBELET_KERNEL_DEFAULTS } from "../machinery/resources/types/kernel.js";
 import type { UnmetCondition } from "../machinery/resources/types/runtime.js";
-import type { ContainerdServiceOptions, EtcdServiceOptions, ServiceHost } from "../supervisor/index.js";
+import { Ctr, CRI_CONTAINERD_PATHS, SYSTEM_CONTAINERD_PATHS, type ContainerdServiceOptions, type EtcdServiceOptions, type ServiceHost } from "../supervisor/index.js";
 
 export interface ControllerWiring {
   state: State;
@@ -37,6 +48,18 @@ export interface ControllerWiring {
   /** The supervisor, for the controllers that run services; without it no service is started. */
   services?: ServiceHost;
   serviceOptions?: { containerd?: false | Omit<ContainerdServiceOptions, "stateDir">; etcd?: Partial<Omit<EtcdServiceOptions, "spec" | "pki" | "stateDir">> };
+  /**
+   * The node owns its filesystem view and kernel settings (PID 1, or a local-mode sandbox): upstream's paths, the
+   * CRI containerd, etcd and the kubelet as containers, kernel parameters. Absent in plain local mode.
+   */
+  kubernetes?: {
+    /** A sandbox shares the host's kernel and cgroup tree: only its own network's sysctls are set, the kubelet is shown the rest. */
+    sandbox: boolean;
+    cgroupV1: boolean;
+    /** The kubelet's cgroup root in a sandbox (its own folder of the host's tree). */
+    cgroupParent?: string;
+    resolvConf: string;
+  };
 }
 
 export function startControllers(w: ControllerWiring): ControllerRuntime {
@@ -53,7 +76,8 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
       requiredServices: () => ["machined"],
       runtimeStatuses: () => runtime.statuses(),
       discoverDisks: () => discoverDisks({ files: w.diskFiles?.() ?? [] }),
-      runsKubelet: () => false,
+      runsKubelet: () => w.kubernetes !== undefined,
+      kubeletHost: w.kubernetes && { cgroupV1: w.kubernetes.cgroupV1, cgroupParent: w.kubernetes.cgroupParent, resolvConf: w.kubernetes.resolvConf },
       etcdMemberId: w.etcdMemberId,
     }),
     rootOSController(),
@@ -64,11 +88,46 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
     etcdConfigController(),
     etcdSpecController(),
   ];
-  if (w.services) {
+  const k = w.kubernetes;
+  if (k) {
+    all.push(
+      kernelParamDefaultsController(),
+      kernelParamConfigController(),
+      kernelParamSpecController({ sysctls: hostSysctls(), writable: k.sandbox ? isNetnsSysctl : undefined }),
+      criRegistriesConfigController(),
+    );
+  }
+  if (w.services && !k) {
     const containerd = w.serviceOptions?.containerd;
     // `containerd: false`: tests that run etcd alone.
     if (containerd !== false) all.push(containerdServiceController({ services: w.services, service: { ...containerd, stateDir: w.stateDir } }));
     all.push(etcdServiceController({ services: w.services, state: w.state, service: { ...w.serviceOptions?.etcd, stateDir: w.stateDir } }));
+  }
+  if (w.services && k) {
+    // Upstream's layout: the system containerd for machined's own images, the CRI one for etcd, the kubelet and pods.
+    const cri = new Ctr(CRI_CONTAINERD_PATHS.socket);
+    const source = { hostsDir: CRI_REGISTRY_HOSTS };
+    all.push(
+      containerdServiceController({ services: w.services, service: { paths: SYSTEM_CONTAINERD_PATHS, cri: false } }),
+      criServiceController({ services: w.services, service: { restrictOomScoreAdj: k.sandbox } }),
+      etcdServiceController({
+        services: w.services,
+        state: w.state,
+        service: {
+          ...w.serviceOptions?.etcd,
+          stateDir: w.stateDir,
+          dataDir: ETCD_DATA,
+          pkiDir: ETCD_PKI,
+          recoverySnapshotPath: ETCD_RECOVERY_SNAPSHOT,
+          dependsOn: ["cri"],
+          container: { ctr: cri, namespace: SYSTEM_NAMESPACE, image: () => readSpec(w.state, EtcdSpecType, ETCD_ID)?.image ?? "", source },
+        },
+      }),
+      kubeletServiceController({
+        services: w.services,
+        service: { ctr: cri, source, fakeSysctls: k.sandbox ? KUBELET_KERNEL_DEFAULTS : undefined },
+      }),
+    );
   }
   if (w.manifestsDir) all.push(staticPodFilesController({ dir: w.manifestsDir }));
   for (const c of all) runtime.register(c);

@@ -15,6 +15,7 @@ import type { State } from "../state/types.js";
 import { registerNetworkTypes } from "../machinery/resources/types/network.js";
 import { registerCoreTypes } from "../machinery/resources/types/cluster.js";
 import { SECRETS_TYPES } from "../machinery/resources/types/secrets.js";
+import { KERNEL_TYPES } from "../machinery/resources/types/kernel.js";
 
 const NAMESPACES: [string, string][] = [
   ["meta", "Metadata namespace which contains resource and namespace definitions."],
@@ -37,7 +38,7 @@ export function buildRegistry(): TypeRegistry {
   r.register(MachineConfigType).register(MachineTypeType).register(MachineStatusType).register(VersionType).register(ServiceType);
   registerNetworkTypes(r);
   registerCoreTypes(r);
-  for (const t of SECRETS_TYPES) r.register(t);
+  for (const t of [...SECRETS_TYPES, ...KERNEL_TYPES]) r.register(t);
   return r;
 }
 

@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import { enterSandboxRoot, insideSandbox, launchSandbox, sandboxId, type SandboxNetwork } from "../host/sandbox.js";
 import { realSyscalls } from "../host/syscalls.js";
 import { assembleNode, type RunningNode } from "./assemble.js";
+import { cgroupPrefixFor } from "../lifecycle/services.js";
 
 export interface SandboxOptions extends SandboxNetwork {
   /** The node's state folder on the host. */
@@ -45,6 +46,8 @@ export async function runSandboxedNode(o: SandboxOptions): Promise<RunningNode> 
     stateDir: "/system/state",
     local: true,
     sandbox: true,
+    kubernetes: true,
+    cgroupPrefix: cgroupPrefixFor(o.stateDir),
     listen: o.listen ?? { host: "0.0.0.0", port: 50000 },
     logLevel: o.logLevel ?? "info",
     services: true,

@@ -99,3 +99,29 @@ export class Ctr {
 function lines(s: string): string[] {
   return s.split("\n").map((l) => l.trim()).filter(Boolean);
 }
+
+/** Where a service's image comes from: the mirrors folder containerd reads (hosts.toml per registry). */
+export interface ImageSource {
+  /** `<dir>/<registry>/hosts.toml` folder (upstream's /etc/cri/conf.d/hosts); absent: pull from the registry itself. */
+  hostsDir?: string;
+  /** The endpoints that will be tried, for the error message (mirrors, then the registry unless skipped). */
+  endpoints?: (ref: string) => string[];
+}
+
+/**
+ * The image a service runs, pulled into `ns` unless it is there already (upstream's service PreFunc pull). A pull
+ * that fails names the reference and every endpoint tried.
+ */
+export async function ensureImage(ctr: Ctr, ns: string, ref: string, src: ImageSource = {}, signal?: AbortSignal): Promise<void> {
+  const listed = await ctr.exec(["images", "ls", "-q", `name==${ref}`], ns, { signal }).catch(() => "");
+  if (listed.split("\n").some((l) => l.trim() === ref)) return;
+  const args = ["images", "pull"];
+  if (src.hostsDir) args.push("--hosts-dir", src.hostsDir);
+  try {
+    await ctr.exec([...args, ref], ns, { signal, timeoutMs: 30 * 60_000 });
+  } catch (err) {
+    const tried = src.endpoints?.(ref) ?? [];
+    const where = tried.length ? ` (tried ${tried.join(", ")})` : "";
+    throw new Error(`failed to pull image ${JSON.stringify(ref)}${where}: ${(err as Error).message.split("\n")[0]}`);
+  }
+}

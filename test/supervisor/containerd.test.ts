@@ -10,7 +10,6 @@ import { noCgroups } from "../../src/host/cgroups.js";
 import { LogManager } from "../../src/supervisor/logs.js";
 import { ContainerdRunner } from "../../src/supervisor/runners/containerd.js";
 import { ContainerdService, containerdConfig, containerdPaths } from "../../src/supervisor/services/containerd.js";
-import { KubeletService, kubeletArgs } from "../../src/supervisor/services/kubelet.js";
 import { Supervisor } from "../../src/supervisor/supervisor.js";
 import type { Service } from "../../src/supervisor/types.js";
 import { buildTinyImage, collect, eventMsgs, freePort, killByMarker, missing, startedPid, tempDir, waitUntil, waitUp } from "./helpers.js";
@@ -114,55 +113,6 @@ describe.skipIf(!!skip)("containerd service and runner", () => {
     expect(eventMsgs(sup, "tiny").some((m) => m.startsWith("Sending SIGKILL"))).toBe(false);
     expect((await cd.listContainers("system")).find((x) => x.id === "tiny")).toBeUndefined();
     expect(existsSync(join(dir, "logs", "tiny.log"))).toBe(true);
-  });
-
-  it("runs the kubelet image with derived args and bind mounts, healthy, restarted after a kill", async () => {
-    const hostRoot = join(dir, "kubelet-root");
-    mkdirSync(join(hostRoot, "var/lib/kubelet"), { recursive: true });
-    writeFileSync(join(hostRoot, "var/lib/kubelet/marker"), "from-host");
-    const port = await freePort();
-    const args = kubeletArgs({ nodename: "node-1", nodeIps: ["10.5.0.2"], extraArgs: { "healthz-port": String(port) } });
-    expect(args).toEqual([
-      "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubeconfig",
-      "--cert-dir=/var/lib/kubelet/pki",
-      "--config=/etc/kubernetes/kubelet.yaml",
-      `--healthz-port=${port}`,
-      "--hostname-override=node-1",
-      "--kubeconfig=/etc/kubernetes/kubeconfig-kubelet",
-      "--node-ip=10.5.0.2",
-    ]);
-    expect(() => kubeletArgs({ nodename: "n", extraArgs: { kubeconfig: "/x" } })).toThrow('extra argument "kubeconfig" is not allowed');
-    const kubelet = new KubeletService({
-      address: cd.address,
-      image,
-      args,
-      binary: "/kubelet",
-      hostRoot,
-      healthUrl: `http://127.0.0.1:${port}/healthz`,
-      health: { initialDelayMs: 100, periodMs: 200, timeoutMs: 1000 },
-      restart: { initialDelayMs: 100 },
-      gracefulStopMs: 3000,
-    });
-    sup.load(kubelet);
-    sup.start("kubelet");
-    await waitUp(sup, "kubelet");
-    expect(eventMsgs(sup, "kubelet")).toContain("Health check successful");
-    const out = sup.logs.get("kubelet").tail().toString();
-    expect(out).toContain(`kubelet args: ${args.join(" ")}`);
-    expect(out).toContain("marker: from-host");
-    // host PID namespace: the fake kubelet sees its host PID, not 1
-    expect(out).toContain(`self pid: ${startedPid(sup, "kubelet")}`);
-    expect(existsSync(join(hostRoot, "etc/kubernetes"))).toBe(true);
-
-    const first = startedPid(sup, "kubelet");
-    await cd.ctr.kill("system", "kubelet", "SIGKILL");
-    await waitUntil(() => startedPid(sup, "kubelet") !== first, 15_000, "kubelet restart");
-    await waitUp(sup, "kubelet");
-    await waitUntil(() => sup.info("kubelet")!.health.healthy, 10_000, "healthy again");
-    await sup.apiRestart("kubelet");
-    await waitUp(sup, "kubelet");
-    await sup.stop("kubelet");
-    expect((await cd.listContainers("system")).find((x) => x.id === "kubelet")).toBeUndefined();
   });
 
   it("stops containerd without leaving its process group behind", async () => {

@@ -18,7 +18,7 @@ import { NETWORK_NS, NODE_ADDRESS, NodeAddressType, nodeAddressIPs } from "../..
 import { readSpec } from "../../machinery/resources/read.js";
 import { args, mergeArgs, renderArgs, type Args } from "../../machinery/kubernetes/args.js";
 import { KUBELET_ID } from "./kubelet-config.js";
-import { kubeletConfiguration } from "../../machinery/kubernetes/kubelet-configuration.js";
+import { kubeletConfiguration, type KubeletConfigurationOptions } from "../../machinery/kubernetes/kubelet-configuration.js";
 
 /** Upstream's NodeIP resource, if anyone publishes it; otherwise the routed addresses are used. */
 const NODE_IP_TYPE = "NodeIPs.kubernetes.talos.dev";
@@ -26,6 +26,8 @@ const NODE_IP_TYPE = "NodeIPs.kubernetes.talos.dev";
 export interface KubeletSpecOptions {
   /** Container mode: the kubelet must not insist on protecting kernel defaults. */
   container?: boolean;
+  /** What this host needs in the KubeletConfiguration (cgroup v1, the sandbox's cgroup folder, resolv.conf). */
+  host?: KubeletConfigurationOptions["host"];
 }
 
 export function kubeletSpecController(opts: KubeletSpecOptions = {}): Controller {
@@ -81,7 +83,7 @@ export function kubeletSpec(cfg: KubeletConfigSpec, mt: MachineTypeName, nodenam
     args: renderArgs(a),
     extraMounts: cfg.extraMounts ?? [],
     expectedNodename,
-    config: kubeletConfiguration(cfg, mt, { container: opts.container }),
+    config: kubeletConfiguration(cfg, mt, { container: opts.container, host: opts.host }),
     credentialProviderConfig: cfg.credentialProviderConfig,
   };
 }

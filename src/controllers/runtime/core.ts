@@ -14,7 +14,7 @@ import { nodeIdentityController } from "../cluster/node-identity.js";
 import { etcdMemberController } from "../etcd/member.js";
 import { systemInfoController } from "../hardware/system-info.js";
 import { kubeletConfigController } from "../k8s/kubelet-config.js";
-import { kubeletSpecController } from "../k8s/kubelet-spec.js";
+import { kubeletSpecController, type KubeletSpecOptions } from "../k8s/kubelet-spec.js";
 import { nodenameController, type NodenameOptions } from "../k8s/nodename.js";
 import { controlPlaneStaticPodController } from "../k8s/static-pods.js";
 import { timeSyncController } from "../time/sync.js";
@@ -44,6 +44,8 @@ export interface CoreControllerOptions {
   hostRoot?: string;
   /** False when no kubelet runs on this node (no KubeletConfig/KubeletSpec then). Default true. */
   runsKubelet?: () => boolean;
+  /** What this host needs in the KubeletConfiguration (kubelet-spec.ts). */
+  kubeletHost?: KubeletSpecOptions["host"];
   /** NTP sync state; absent = the host clock is used (local mode: synced, sync disabled). */
   timeSynced?: () => boolean;
   /** Container-like mode: kubelet may not protect kernel defaults. */
@@ -61,7 +63,7 @@ export function coreControllers(opts: CoreControllerOptions): Controller[] {
     memberController({ fallbackAddresses: opts.fallbackAddresses }),
     nodenameController({ fallbackHostname: opts.fallbackHostname }),
     kubeletConfigController({ runsKubelet: opts.runsKubelet }),
-    kubeletSpecController({ container: opts.container }),
+    kubeletSpecController({ container: opts.container, host: opts.kubeletHost }),
     controlPlaneStaticPodController({ skipEtcdWait: opts.skipEtcdWait }),
     disksController({ discover: opts.discoverDisks }),
     volumeManagerController({ volumes: opts.volumes ?? localFolderVolumes(opts.stateDir) }),

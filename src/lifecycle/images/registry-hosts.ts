@@ -5,9 +5,9 @@
  * For containerd the same answer is written as a hosts directory (`ctr images pull --hosts-dir`), one
  * `<host>/hosts.toml` per mirrored registry, in containerd's documented format.
  */
-import { join } from "node:path";
+import { dirname } from "node:path";
 import { hostFiles, type Files } from "../../host/files/index.js";
-import type { Registries, RegistryAuth, RegistryTls } from "../../machinery/config/registries.js";
+import { hostsDirFiles, type Registries, type RegistryAuth, type RegistryTls } from "../../machinery/config/registries.js";
 import type { RegistryRef } from "./image-ref.js";
 
 export interface ResolvedEndpoint {
@@ -21,7 +21,8 @@ export interface ResolvedEndpoint {
 }
 
 /** docker.io's API lives on another host. */
-export const apiHost = (registry: string) => (registry === "docker.io" ? "registry-1.docker.io" : registry);
+export { apiHost } from "../../machinery/config/registries.js";
+import { apiHost } from "../../machinery/config/registries.js";
 
 export const EMPTY_REGISTRIES: Registries = { mirrors: {}, auth: {}, tls: {} };
 
@@ -51,37 +52,17 @@ export function endpointsFor(ref: RegistryRef, r: Registries, plainHttp: (host: 
   return out;
 }
 
-const toml = (s: string) => JSON.stringify(s); // a TOML basic string escapes like JSON for our inputs
-
 /**
  * Writes `<dir>/<host>/hosts.toml` for every mirrored registry (the "*" mirror becomes `_default`), replacing
  * what was there. Returns the folder to pass as --hosts-dir, or undefined when nothing is mirrored.
  */
 export async function writeHostsDir(dir: string, r: Registries, files: Files = hostFiles): Promise<string | undefined> {
   await files.rm(dir, { recursive: true, force: true });
-  const hosts = Object.keys(r.mirrors);
-  if (hosts.length === 0) return undefined;
-  for (const host of hosts) {
-    const m = r.mirrors[host];
-    const folder = join(dir, host === "*" ? "_default" : host);
-    await files.mkdir(folder, { recursive: true });
-    const lines: string[] = [];
-    // `server` is where containerd falls back to; with skipFallback the last mirror stands in for it
-    if (host !== "*") lines.push(`server = ${toml(m.skipFallback && m.endpoints.length > 0 ? m.endpoints[m.endpoints.length - 1].url : `https://${apiHost(host)}`)}`, "");
-    for (const [i, ep] of m.endpoints.entries()) {
-      const epHost = new URL(ep.url).host;
-      lines.push(`[host.${toml(ep.url)}]`, `  capabilities = ["pull", "resolve"]`);
-      if (ep.overridePath) lines.push("  override_path = true");
-      const tls = r.tls[epHost];
-      if (tls?.insecureSkipVerify) lines.push("  skip_verify = true");
-      if (tls?.ca) {
-        const caFile = join(folder, `ca-${i}.pem`);
-        await files.writeFile(caFile, tls.ca);
-        lines.push(`  ca = ${toml(caFile)}`);
-      }
-      lines.push("");
-    }
-    await files.writeFile(join(folder, "hosts.toml"), lines.join("\n"));
+  const out = hostsDirFiles(dir, r);
+  if (out.length === 0) return undefined;
+  for (const f of out) {
+    await files.mkdir(dirname(f.path), { recursive: true });
+    await files.writeFile(f.path, f.content);
   }
   return dir;
 }

@@ -87,3 +87,38 @@ export function basicCredentials(a: RegistryAuth | undefined): { username: strin
   }
   return undefined;
 }
+
+/** docker.io's API lives on another host. */
+export const apiHost = (registry: string) => (registry === "docker.io" ? "registry-1.docker.io" : registry);
+
+const toml = (s: string) => JSON.stringify(s); // a TOML basic string escapes like JSON for our inputs
+
+/**
+ * containerd's hosts folder for the mirrors: `<dir>/<host>/hosts.toml` per mirrored registry (the "*" mirror
+ * becomes `_default`), plus the CA files they name. Empty when nothing is mirrored.
+ */
+export function hostsDirFiles(dir: string, r: Registries): Array<{ path: string; content: string }> {
+  const out: Array<{ path: string; content: string }> = [];
+  for (const host of Object.keys(r.mirrors)) {
+    const m = r.mirrors[host];
+    const folder = `${dir}/${host === "*" ? "_default" : host}`;
+    const lines: string[] = [];
+    // `server` is where containerd falls back to; with skipFallback the last mirror stands in for it
+    if (host !== "*") lines.push(`server = ${toml(m.skipFallback && m.endpoints.length > 0 ? m.endpoints[m.endpoints.length - 1].url : `https://${apiHost(host)}`)}`, "");
+    for (const [i, ep] of m.endpoints.entries()) {
+      const epHost = new URL(ep.url).host;
+      lines.push(`[host.${toml(ep.url)}]`, `  capabilities = ["pull", "resolve"]`);
+      if (ep.overridePath) lines.push("  override_path = true");
+      const tls = r.tls[epHost];
+      if (tls?.insecureSkipVerify) lines.push("  skip_verify = true");
+      if (tls?.ca) {
+        const caFile = `${folder}/ca-${i}.pem`;
+        out.push({ path: caFile, content: tls.ca });
+        lines.push(`  ca = ${toml(caFile)}`);
+      }
+      lines.push("");
+    }
+    out.push({ path: `${folder}/hosts.toml`, content: lines.join("\n") });
+  }
+  return out;
+}

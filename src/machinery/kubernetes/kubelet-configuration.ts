@@ -26,6 +26,12 @@ export const PROTECTED_FIELDS = [
 export interface KubeletConfigurationOptions {
   /** Container mode cannot protect kernel defaults (the host owns the sysctls). */
   container?: boolean;
+  /**
+   * What the host needs beyond upstream's settings: on a cgroup v1 host the kubelet refuses to start unless told
+   * `failCgroupV1: false`; a local-mode sandbox shares the host's cgroup tree, so its kubelet lives under a folder
+   * of its own instead of `/`; and where the node's resolv.conf is.
+   */
+  host?: { cgroupV1?: boolean; cgroupParent?: string; resolvConf?: string };
 }
 
 export function kubeletConfiguration(
@@ -50,9 +56,11 @@ export function kubeletConfiguration(
     anonymous: { enabled: false },
   };
   c.authorization = { mode: spec.skipNodeRegistration ? "AlwaysAllow" : "Webhook" };
-  c.cgroupRoot = "/";
-  c.systemCgroups = "/system";
-  c.kubeletCgroups = "/podruntime/kubelet";
+  const parent = (opts.host?.cgroupParent ?? "").replace(/\/+$/, "");
+  c.cgroupRoot = parent || "/";
+  c.systemCgroups = `${parent}/system`;
+  c.kubeletCgroups = `${parent}/podruntime/kubelet`;
+  if (opts.host?.cgroupV1) c.failCgroupV1 = false;
   c.rotateCertificates = true;
   c.protectKernelDefaults = !opts.container;
   c.containerRuntimeEndpoint = "unix:///run/containerd/containerd.sock";
@@ -95,6 +103,6 @@ export function kubeletConfiguration(
   if (unset("shutdownGracePeriodCriticalPods")) c.shutdownGracePeriodCriticalPods = "10s";
   if (unset("streamingConnectionIdleTimeout")) c.streamingConnectionIdleTimeout = "5m0s";
   if (unset("tlsMinVersion")) c.tlsMinVersion = "VersionTLS13";
-  c.resolvConf = "/system/resolved/resolv.conf";
+  c.resolvConf = opts.host?.resolvConf ?? "/system/resolved/resolv.conf";
   return c;
 }

@@ -1,7 +1,10 @@
 /**
- * The containerd service: Debian's containerd with a generated config. In local mode everything lives
- * under the agent's state folder so that several agents (and tests) never share a socket or a root.
- * Healthy once the socket answers; the `system` and `k8s.io` namespaces are created on first success.
+ * The containerd services, as upstream runs two: `containerd`, the system instance (no CRI; machined's own
+ * images, e.g. installer pulls), and `cri`, the instance the kubelet talks to (CRI on; etcd and the kubelet run in
+ * its `system` namespace, pods in `k8s.io`). Debian's containerd with a generated config. In plain local mode
+ * everything lives under the agent's state folder, so several agents (and tests) never share a socket or a root;
+ * on a machine (or in a sandbox) they use upstream's paths. Healthy once the socket answers; the `system` and
+ * `k8s.io` namespaces are created on first success.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -33,6 +36,20 @@ export function containerdPaths(stateDir?: string): ContainerdPaths {
   return { root: join(base, "root"), state: join(base, "state"), socket: join(base, "run", "containerd.sock"), config: join(base, "config.toml") };
 }
 
+/** Upstream's paths of the two instances (constants SystemContainerdAddress, CRIContainerdAddress, ...). */
+export const SYSTEM_CONTAINERD_PATHS: ContainerdPaths = {
+  root: "/system/var/lib/containerd",
+  state: "/system/run/containerd",
+  socket: "/system/run/containerd/containerd.sock",
+  config: "/system/run/containerd/config.toml",
+};
+export const CRI_CONTAINERD_PATHS: ContainerdPaths = {
+  root: "/var/lib/containerd",
+  state: "/run/containerd",
+  socket: "/run/containerd/containerd.sock",
+  config: "/etc/cri/containerd.toml",
+};
+
 export interface ContainerdConfigOptions {
   /** Load the CRI plugin (needed for a kubelet); off makes startup quieter where only ctr is used. */
   cri?: boolean;
@@ -40,6 +57,13 @@ export interface ContainerdConfigOptions {
   cniConfDir?: string;
   /** hosts.toml folder for registry mirrors (CRI registry.config_path). */
   registryConfigPath?: string;
+  /** The pod sandbox image (upstream's DefaultSandboxImage). */
+  sandboxImage?: string;
+  /**
+   * Never ask runc for an oom_score_adj below containerd's own. Hosts that refuse negative scores (this
+   * project's sandboxes run on one) otherwise fail every pod sandbox with "can't get final child's PID".
+   */
+  restrictOomScoreAdj?: boolean;
 }
 
 const q = (s: string) => JSON.stringify(s);
@@ -65,6 +89,8 @@ export function containerdConfig(p: ContainerdPaths, o: ContainerdConfigOptions 
     lines.push(
       '  [plugins."io.containerd.grpc.v1.cri"]',
       "    disable_tcp_service = true",
+      ...(o.sandboxImage ? [`    sandbox_image = ${q(o.sandboxImage)}`] : []),
+      ...(o.restrictOomScoreAdj ? ["    restrict_oom_score_adj = true"] : []),
       '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]',
       // No systemd here or in the image: runc uses the cgroupfs driver.
       "    SystemdCgroup = false",
@@ -78,8 +104,12 @@ export function containerdConfig(p: ContainerdPaths, o: ContainerdConfigOptions 
 }
 
 export interface ContainerdServiceOptions extends ContainerdConfigOptions {
+  /** `containerd` (the system instance) or `cri`. */
+  id?: "containerd" | "cri";
   /** Local mode state folder; omit in the image. */
   stateDir?: string;
+  /** Explicit paths (upstream's, on a machine); default from stateDir. */
+  paths?: ContainerdPaths;
   binary?: string;
   ctrBin?: string;
   namespaces?: string[];
@@ -89,13 +119,14 @@ export interface ContainerdServiceOptions extends ContainerdConfigOptions {
 }
 
 export class ContainerdService implements Service {
-  readonly id = "containerd";
+  readonly id: "containerd" | "cri";
   readonly paths: ContainerdPaths;
   readonly ctr: Ctr;
   private namespacesReady = false;
 
   constructor(private readonly o: ContainerdServiceOptions = {}) {
-    this.paths = containerdPaths(o.stateDir);
+    this.id = o.id ?? "containerd";
+    this.paths = o.paths ?? containerdPaths(o.stateDir && (this.id === "cri" ? join(o.stateDir, "cri") : o.stateDir));
     this.ctr = new Ctr(this.paths.socket, o.ctrBin);
   }
 

@@ -1,5 +1,7 @@
 /**
- * The etcd service: Debian's etcd 3.4 with mutual TLS, data under the state folder.
+ * The etcd service, with mutual TLS: on a machine (and in a local-mode sandbox) etcd from its image as a container
+ * in the CRI containerd's `system` namespace, as upstream, with /var/lib/etcd and /system/secrets/etcd; in plain
+ * local mode Debian's etcd as a process with its data under the state folder.
  *
  * Bootstrap follows upstream: a control plane with an empty data directory does not start etcd on its
  * own; it waits (visibly, in Waiting) until `bootstrap()` is called, which starts a new single-member
@@ -13,6 +15,8 @@ import { runTool } from "../exec.js";
 import { EtcdClient, type EtcdAlarmInfo, type EtcdMemberInfo, type EtcdMemberStatusInfo } from "../etcd/client.js";
 import { forfeitLeadership, leaveCluster, removeMemberById } from "../etcd/ops.js";
 import { ProcessRunner } from "../runners/process.js";
+import { ContainerdRunner } from "../runners/containerd.js";
+import { ensureImage, type Ctr, type ImageSource } from "../ctr.js";
 import type { Supervisor } from "../supervisor.js";
 import { ServiceState, type Condition, type HealthSettings, type RestartSettings, type Runner, type Service, type StepContext } from "../types.js";
 
@@ -38,10 +42,23 @@ export interface EtcdRunSpec {
   extraArgs: Record<string, { values: string[] }>;
 }
 
+/** etcd as a container: the image from EtcdSpec, in the CRI containerd. */
+export interface EtcdContainer {
+  ctr: Ctr;
+  /** containerd namespace (upstream: system). */
+  namespace: string;
+  image: () => string;
+  source?: ImageSource;
+}
+
 export interface EtcdServiceOptions {
   /** Data in <stateDir>/etcd, PEMs in <stateDir>/etcd-pki, uploaded recovery snapshot at <stateDir>/etcd.snapshot. */
   stateDir: string;
   dataDir?: string;
+  pkiDir?: string;
+  recoverySnapshotPath?: string;
+  /** Run etcd from its image (data and PEM folders mounted at upstream's paths) instead of the etcd binary. */
+  container?: EtcdContainer;
   /** The current EtcdSpec; undefined while it is not derived yet. */
   spec: () => EtcdRunSpec | undefined;
   /** Absent (or returning undefined) means etcd is not configured. */
@@ -69,6 +86,10 @@ export interface BootstrapRequest {
   skipHashCheck?: boolean;
 }
 
+/** Where the container sees its PEM files and data (upstream's EtcdPKIPath and EtcdDataPath). */
+const CONTAINER_PKI = "/system/secrets/etcd";
+const CONTAINER_DATA = "/var/lib/etcd";
+
 export const WAITING_TO_JOIN =
   "etcd is waiting to join the cluster, if this node is the first node in the cluster, please run `talosctl bootstrap` against one of the following IPs:";
 
@@ -92,8 +113,8 @@ export class EtcdService implements Service {
 
   constructor(private readonly o: EtcdServiceOptions) {
     this.dataDir = o.dataDir ?? join(o.stateDir, "etcd");
-    this.pkiDir = join(o.stateDir, "etcd-pki");
-    this.recoverySnapshotPath = join(o.stateDir, "etcd.snapshot");
+    this.pkiDir = o.pkiDir ?? join(o.stateDir, "etcd-pki");
+    this.recoverySnapshotPath = o.recoverySnapshotPath ?? join(o.stateDir, "etcd.snapshot");
   }
 
   get clientPort(): number {
@@ -144,6 +165,11 @@ export class EtcdService implements Service {
   }
 
   async pre(ctx: StepContext): Promise<void> {
+    const c = this.o.container;
+    if (c) {
+      ctx.event(ServiceState.Preparing, `Pulling image ${c.image()}`);
+      await ensureImage(c.ctr, c.namespace, c.image(), c.source, ctx.signal);
+    }
     const pki = this.pki();
     if (!pki) throw new Error("etcd is not configured: no PKI");
     this.writePki(pki);
@@ -166,7 +192,21 @@ export class EtcdService implements Service {
   }
 
   runner(): Runner {
-    return new ProcessRunner({ args: [this.o.binary ?? "etcd", ...this.args()], gracefulStopMs: this.o.gracefulStopMs });
+    const c = this.o.container;
+    if (!c) return new ProcessRunner({ args: [this.o.binary ?? "etcd", ...this.args()], gracefulStopMs: this.o.gracefulStopMs });
+    return new ContainerdRunner({
+      address: c.ctr.address,
+      namespace: c.namespace,
+      containerId: this.id,
+      image: c.image(),
+      args: ["/usr/local/bin/etcd", ...this.args()],
+      mounts: [
+        { src: this.pkiDir, dst: CONTAINER_PKI, options: ["rbind", "ro"] },
+        { src: this.dataDir, dst: CONTAINER_DATA, options: ["rbind", "rw"] },
+      ],
+      netHost: true,
+      gracefulStopMs: this.o.gracefulStopMs,
+    });
   }
 
   health() {
@@ -179,12 +219,13 @@ export class EtcdService implements Service {
 
   /** etcd flags for the current data directory state. */
   args(): string[] {
-    const p = (f: string) => join(this.pkiDir, f);
+    const pkiDir = this.o.container ? CONTAINER_PKI : this.pkiDir;
+    const p = (f: string) => join(pkiDir, f);
     const spec = this.runSpec();
     const urls = (addrs: string[], port: number) => addrs.map((a) => `https://${hostPort(a, port)}`).join(",");
     const a: Record<string, string> = {
       name: spec.name,
-      "data-dir": this.dataDir,
+      "data-dir": this.o.container ? CONTAINER_DATA : this.dataDir,
       "listen-client-urls": urls(spec.listenClientAddresses, this.clientPort),
       "advertise-client-urls": urls(spec.advertisedAddresses, this.clientPort),
       "listen-peer-urls": urls(spec.listenPeerAddresses, this.peerPort),
@@ -199,8 +240,8 @@ export class EtcdService implements Service {
       "peer-cert-file": p("peer.crt"),
       "peer-key-file": p("peer.key"),
       "peer-trusted-ca-file": p("ca.crt"),
-      // 3.4 defaults to the deprecated capnslog logger.
-      logger: "zap",
+      // Debian's 3.4 defaults to the deprecated capnslog logger (the image's 3.7 only has zap).
+      ...(this.o.container ? {} : { logger: "zap" }),
     };
     // Cluster membership flags only matter for an empty data directory (a new cluster).
     if (this.dataDirEmpty()) {

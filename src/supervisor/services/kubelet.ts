@@ -1,73 +1,47 @@
 /**
- * The kubelet service: the kubelet image run as a containerd task in the `system` namespace with host
- * networking, privileges and the upstream bind mounts. In local mode the kubelet's writable folders
- * live under a host root inside the state folder instead of the real /var/lib/kubelet.
+ * The kubelet service, as upstream runs it: the kubelet image as a container in the CRI containerd's `system`
+ * namespace, host network and PID namespace, privileged, rootfs propagation shared, with upstream's bind mounts
+ * (the kubelet's own folder rshared, so volumes it mounts reach containerd). Before each start it writes what the
+ * kubelet reads (bootstrap kubeconfig, CA, KubeletConfiguration), throws away a client certificate that no longer
+ * matches the node name, and pulls the image.
+ *
+ * In a local-mode sandbox the kernel is the host's: the sysctls the kubelet checks are shown to it from files (bind
+ * mounts inside its container), so it neither refuses to start nor changes the host.
  */
-import { existsSync, mkdirSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { X509Certificate } from "node:crypto";
+import { join } from "node:path";
+import { hostFiles, writeFileAtomic, type Files } from "../../host/files/index.js";
 import { ContainerdRunner, type Mount } from "../runners/containerd.js";
-import type { Condition, HealthSettings, RestartSettings, Runner, Service } from "../types.js";
+import { ensureImage, type Ctr, type ImageSource } from "../ctr.js";
+import { ServiceState, type Condition, type HealthSettings, type RestartSettings, type Runner, type Service, type StepContext } from "../types.js";
 
-/** Flags the agent owns; extra args may not override them (upstream merge policy). */
-const DENIED = ["bootstrap-kubeconfig", "kubeconfig", "container-runtime", "container-runtime-endpoint", "config", "cert-dir"];
-
-export interface KubeletArgsInput {
-  nodename: string;
-  nodeIps?: string[];
-  skipNodeRegistration?: boolean;
-  cloudProviderExternal?: boolean;
-  /** Only for kubelets too old to take the endpoint from their config file. */
-  containerRuntimeEndpoint?: string;
-  extraArgs?: Record<string, string>;
+/** What the kubelet is started with, from KubeletSpec and KubeletSecrets. */
+export interface KubeletRun {
+  image: string;
+  args: string[];
+  extraMounts: Mount[];
+  /** The KubeletConfiguration document, YAML text (written to /etc/kubernetes/kubelet.yaml). */
+  configYaml: string;
+  /** The bootstrap kubeconfig, YAML text; absent with skipNodeRegistration. */
+  bootstrapKubeconfig?: string;
+  /** PEM of the CAs the kubelet trusts for clients (/etc/kubernetes/pki/ca.crt). */
+  caPem: string;
+  /** The node name the client certificate must carry; "" when the user names the node. */
+  expectedNodename: string;
+  /** The API server the kubelet talks to, rewritten into an existing kubeconfig-kubelet. */
+  endpoint: string;
 }
-
-/** Kubelet flags as upstream's KubeletSpec controller derives them, sorted like argsbuilder output. */
-export function kubeletArgs(i: KubeletArgsInput): string[] {
-  const a: Record<string, string> = {
-    config: "/etc/kubernetes/kubelet.yaml",
-    "cert-dir": "/var/lib/kubelet/pki",
-    "hostname-override": i.nodename,
-  };
-  if (!i.skipNodeRegistration) {
-    a["bootstrap-kubeconfig"] = "/etc/kubernetes/bootstrap-kubeconfig";
-    a.kubeconfig = "/etc/kubernetes/kubeconfig-kubelet";
-  }
-  if (i.cloudProviderExternal) a["cloud-provider"] = "external";
-  if (i.containerRuntimeEndpoint) a["container-runtime-endpoint"] = i.containerRuntimeEndpoint;
-  const extra = i.extraArgs ?? {};
-  if ("hostname-override" in extra) delete a["hostname-override"];
-  if (!("node-ip" in extra) && i.nodeIps?.length) a["node-ip"] = i.nodeIps.join(",");
-  for (const [k, v] of Object.entries(extra)) {
-    if (DENIED.includes(k)) throw new Error(`extra argument ${JSON.stringify(k)} is not allowed`);
-    a[k] = v;
-  }
-  return Object.keys(a)
-    .sort()
-    .map((k) => `--${k}=${a[k]}`);
-}
-
-/** Writable kubelet folders (created under hostRoot in local mode). */
-const WRITABLE = ["/etc/kubernetes", "/var/lib/kubelet", "/var/log/pods", "/var/log/containers"];
-/** Read-only host files/folders the kubelet expects; bound only where they exist on this host. */
-const HOST_RO: [src: string, dst: string][] = [
-  ["/usr/lib/modules", "/lib/modules"],
-  ["/etc/machine-id", "/etc/machine-id"],
-  ["/etc/os-release", "/etc/os-release"],
-  ["/etc/nfsmount.conf", "/etc/nfsmount.conf"],
-];
 
 export interface KubeletServiceOptions {
-  /** containerd socket the kubelet task runs on (and talks CRI to). */
-  address: string;
+  run: KubeletRun;
+  ctr: Ctr;
   namespace?: string;
-  image: string | (() => string);
-  args: string[] | (() => string[]);
-  /** Local mode: root for the kubelet's writable folders; omit in the image (real paths). */
-  hostRoot?: string;
-  extraMounts?: Mount[];
-  binary?: string;
-  /** Share the host PID namespace (upstream does); default true. */
-  hostPid?: boolean;
+  source?: ImageSource;
+  /** Root under which the files are written (tests); the container sees the same paths. Default "/". */
+  root?: string;
+  files?: Files;
+  /** Sandbox: sysctl values shown to the kubelet instead of the host's (key → value). */
+  fakeSysctls?: Record<string, string>;
   healthUrl?: string;
   dependsOn?: string[];
   conditions?: Condition[];
@@ -76,14 +50,30 @@ export interface KubeletServiceOptions {
   gracefulStopMs?: number;
 }
 
+/** Read-only host files and folders the kubelet expects; bound only where they exist. */
+const HOST_RO: [src: string, dst: string][] = [
+  ["/usr/lib/modules", "/lib/modules"],
+  ["/etc/machine-id", "/etc/machine-id"],
+  ["/etc/os-release", "/etc/os-release"],
+  ["/etc/nfsmount.conf", "/etc/nfsmount.conf"],
+  ["/etc/resolv.conf", "/etc/resolv.conf"],
+  ["/etc/cni", "/etc/cni"],
+  ["/opt/cni/bin", "/opt/cni/bin"],
+];
+
 export class KubeletService implements Service {
   readonly id = "kubelet";
   readonly api = { start: true, restart: true };
+  private readonly files: Files;
+  private readonly root: string;
 
-  constructor(private readonly o: KubeletServiceOptions) {}
+  constructor(private readonly o: KubeletServiceOptions) {
+    this.files = o.files ?? hostFiles;
+    this.root = o.root ?? "/";
+  }
 
   dependsOn(): string[] {
-    return this.o.dependsOn ?? ["containerd"];
+    return this.o.dependsOn ?? ["cri"];
   }
 
   conditions(): Condition[] {
@@ -94,45 +84,98 @@ export class KubeletService implements Service {
     return { policy: "forever", ...this.o.restart };
   }
 
-  /** Host path backing a kubelet folder. */
-  hostPath(p: string): string {
-    return this.o.hostRoot ? join(this.o.hostRoot, p) : p;
+  private at(p: string): string {
+    return this.root === "/" ? p : join(this.root, p);
   }
 
-  async pre(): Promise<void> {
-    for (const d of WRITABLE) mkdirSync(this.hostPath(d), { recursive: true });
-    for (const m of this.o.extraMounts ?? []) mkdirSync(m.src, { recursive: true, mode: 0o700 });
+  async pre(ctx: StepContext): Promise<void> {
+    const f = this.files;
+    const r = this.o.run;
+    for (const d of ["/etc/kubernetes/pki", "/var/lib/kubelet", "/var/log/pods", "/var/log/containers", "/etc/cni/net.d", "/usr/libexec/kubernetes"]) {
+      await f.mkdir(this.at(d), { recursive: true });
+    }
+    for (const m of r.extraMounts) await f.mkdir(m.src, { recursive: true, mode: 0o700 });
+    if (r.bootstrapKubeconfig) await writeFileAtomic(f, this.at("/etc/kubernetes/bootstrap-kubeconfig"), r.bootstrapKubeconfig, 0o600);
+    await writeFileAtomic(f, this.at("/etc/kubernetes/pki/ca.crt"), r.caPem, 0o400);
+    await writeFileAtomic(f, this.at("/etc/kubernetes/kubelet.yaml"), r.configYaml, 0o600);
+    await this.dropStaleClientCert(ctx);
+    // The serving certificate is self-signed by the kubelet; a new one is made for the (possibly new) names.
+    for (const n of ["kubelet.crt", "kubelet.key"]) await f.rm(this.at(`/var/lib/kubelet/pki/${n}`), { force: true });
+    await this.pointKubeconfigAt(r.endpoint);
+    if (this.o.fakeSysctls) {
+      const dir = this.at("/run/machined/kubelet-sysctls");
+      await f.mkdir(dir, { recursive: true });
+      for (const [k, v] of Object.entries(this.o.fakeSysctls)) await f.writeFile(join(dir, k), `${v}\n`);
+    }
+    ctx.event(ServiceState.Preparing, `Pulling image ${r.image}`);
+    await ensureImage(this.o.ctr, this.o.namespace ?? "system", r.image, this.o.source, ctx.signal);
+  }
+
+  /** A client certificate issued for another node name cannot be renewed: start over with TLS bootstrap. */
+  private async dropStaleClientCert(ctx: StepContext): Promise<void> {
+    const want = this.o.run.expectedNodename;
+    if (!want) return;
+    const pem = await this.files.readFile(this.at("/var/lib/kubelet/pki/kubelet-client-current.pem"), "utf8").catch(() => undefined);
+    if (!pem) return;
+    let cn = "";
+    try {
+      const cert = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/)?.[0];
+      cn = cert ? (/CN=([^\n,]+)/.exec(new X509Certificate(cert).subject)?.[1] ?? "") : "";
+    } catch {
+      cn = "";
+    }
+    if (cn === `system:node:${want}`) return;
+    ctx.event(ServiceState.Preparing, `removing the kubelet client certificate for ${JSON.stringify(cn)}: the node is ${JSON.stringify(want)}`);
+    await this.files.rm(this.at("/var/lib/kubelet/pki"), { recursive: true, force: true });
+    await this.files.rm(this.at("/etc/kubernetes/kubeconfig-kubelet"), { force: true });
+  }
+
+  /** An existing kubeconfig-kubelet keeps its credentials but follows the API server endpoint. */
+  private async pointKubeconfigAt(endpoint: string): Promise<void> {
+    const path = this.at("/etc/kubernetes/kubeconfig-kubelet");
+    const text = await this.files.readFile(path, "utf8").catch(() => undefined);
+    if (!text || !endpoint) return;
+    const next = text.replace(/^(\s*server:\s*).*$/m, `$1${endpoint}`);
+    if (next !== text) await writeFileAtomic(this.files, path, next, 0o600);
   }
 
   mounts(): Mount[] {
     const m: Mount[] = [
       { src: "/dev", dst: "/dev", options: ["rbind", "rw"] },
-      { src: this.hostPath("/etc/kubernetes"), dst: "/etc/kubernetes", options: ["rbind", "rw"] },
-      { src: this.hostPath("/var/lib/kubelet"), dst: "/var/lib/kubelet", options: ["rbind", "rw"] },
-      { src: this.hostPath("/var/log/pods"), dst: "/var/log/pods", options: ["rbind", "rw"] },
-      { src: this.hostPath("/var/log/containers"), dst: "/var/log/containers", options: ["rbind", "rw"] },
-      // The CRI socket at the path kubelet configs name.
-      { src: dirname(this.o.address), dst: "/run/containerd", options: ["rbind", "rw"] },
+      { src: "/sys/fs/cgroup", dst: "/sys/fs/cgroup", options: ["rbind", "rw"] },
+      { src: "/etc/kubernetes", dst: "/etc/kubernetes", options: ["rbind", "rw"] },
+      { src: "/usr/libexec/kubernetes", dst: "/usr/libexec/kubernetes", options: ["rbind", "rw"] },
+      { src: "/run", dst: "/run", options: ["rbind", "rslave"] },
+      { src: "/var/lib/containerd", dst: "/var/lib/containerd", options: ["rbind", "rslave"] },
+      { src: "/var/lib/kubelet", dst: "/var/lib/kubelet", options: ["rbind", "rshared"] },
+      { src: "/var/log/containers", dst: "/var/log/containers", options: ["rbind", "rw"] },
+      { src: "/var/log/pods", dst: "/var/log/pods", options: ["rbind", "rw"] },
     ];
-    for (const [src, dst] of HOST_RO) if (existsSync(src)) m.push({ src, dst, options: ["rbind", "ro"] });
-    return [...m, ...(this.o.extraMounts ?? [])];
+    for (const [src, dst] of HOST_RO) m.push({ src, dst, options: ["rbind", "ro"] });
+    return [...m, ...this.o.run.extraMounts];
   }
 
   runner(): Runner {
-    const image = typeof this.o.image === "function" ? this.o.image() : this.o.image;
-    const args = typeof this.o.args === "function" ? this.o.args() : this.o.args;
+    const r = this.o.run;
+    let args = ["/usr/local/bin/kubelet", ...r.args];
+    if (this.o.fakeSysctls) {
+      // Inside the container: each checked sysctl shows the value machined would set, from a file.
+      const keys = Object.keys(this.o.fakeSysctls);
+      const binds = keys.map((k) => `mount --bind /run/machined/kubelet-sysctls/${k} /proc/sys/${k.replace(/\./g, "/")}`).join(" && ");
+      args = ["/bin/sh", "-c", `${binds} && exec "$@"`, "kubelet", ...args];
+    }
     return new ContainerdRunner({
-      address: this.o.address,
+      address: this.o.ctr.address,
       namespace: this.o.namespace ?? "system",
       containerId: this.id,
-      image,
-      args: [this.o.binary ?? "/usr/local/bin/kubelet", ...args],
+      image: r.image,
+      args,
       mounts: this.mounts(),
       netHost: true,
       privileged: true,
-      // Host PID namespace, as upstream (the kubelet inspects host processes). The agent's own namespace
-      // is the host's; /proc/1 may not be readable when the agent is not PID 1.
-      withNs: this.o.hostPid === false ? [] : [`pid:/proc/${process.pid}/ns/pid`],
+      rootfsPropagation: "shared",
+      // Host PID namespace, as upstream (the kubelet inspects host processes); this process's is the host's.
+      withNs: [`pid:/proc/${process.pid}/ns/pid`],
       gracefulStopMs: this.o.gracefulStopMs,
     });
   }

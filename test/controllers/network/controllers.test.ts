@@ -240,16 +240,17 @@ machine:
     // Observe mode reports the host's resolvers (fixture: 10.5.0.1, search lan) and the configured hostname.
     await eventually(() => spec(s, T.NodeAddressType.type, "default") !== undefined, 3000, "default address");
     const hosts = path.join(etc, "hosts");
-    await eventuallyAsync(() => readFile(hosts, "utf8").then((t) => t.includes("node-1"), () => false), 3000, "hosts");
-    expect(await readFile(hosts, "utf8")).toBe(
-      // Go's tabwriter (padding 1): the first column is the longest address plus one space.
+    // Go's tabwriter (padding 1): the first column is the longest address plus one space.
+    const want =
       "127.0.0.1 localhost\n" +
-        "10.5.0.2  node-1.example.org node-1\n" +
-        "::1       localhost ip6-localhost ip6-loopback\n" +
-        "ff02::1   ip6-allnodes\n" +
-        "ff02::2   ip6-allrouters\n" +
-        "10.5.0.50 registry.local\n",
-    );
+      "10.5.0.2  node-1.example.org node-1\n" +
+      "::1       localhost ip6-localhost ip6-loopback\n" +
+      "ff02::1   ip6-allnodes\n" +
+      "ff02::2   ip6-allrouters\n" +
+      "10.5.0.50 registry.local\n";
+    // The file is rewritten as the inputs settle (hostname, addresses, extra entries): wait for the settled text.
+    await eventuallyAsync(() => readFile(hosts, "utf8").then((t) => t === want, () => false), 3000, "hosts");
+    expect(await readFile(hosts, "utf8")).toBe(want);
     expect(await readFile(path.join(etc, "resolv.conf"), "utf8")).toBe("nameserver 10.5.0.1\n\nsearch lan\n");
   });
 });
