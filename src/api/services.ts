@@ -31,8 +31,28 @@ import { storageHandlers } from "./handlers/storage.js";
 import { upgradeHandlers } from "./handlers/upgrade.js";
 import { resetHandlers } from "./handlers/reset.js";
 import { metaHandlers } from "./handlers/meta.js";
+import { formatRequest, logRequests, type RequestRecord } from "./request-log.js";
+import { goLogTime } from "../lifecycle/services/api-services.js";
+
+/**
+ * Every call goes to the machined log (written directly, like the supervisor's transition lines, so it does not
+ * depend on the console log level) and, while the apid service runs (configured node), to the apid log.
+ */
+function requestSink(deps: ApiDeps): (r: RequestRecord) => void {
+  return (r) => {
+    const services = deps.services;
+    if (!services) return;
+    const line = `${goLogTime()} ${formatRequest(r)}\n`;
+    services.logs.get("machined").write(line);
+    if (services.supervisor.has("apid")) services.logs.get("apid").write(line);
+  };
+}
 
 export function buildServices(deps: ApiDeps): ServiceHandlers {
+  return logRequests(buildHandlers(deps), requestSink(deps));
+}
+
+function buildHandlers(deps: ApiDeps): ServiceHandlers {
   const machine = {
     ...versionHandlers(deps),
     ...applyHandlers(deps),

@@ -23,6 +23,7 @@ import {
 import type { Node } from "./node.js";
 import { etcdCAOf, issueEtcdPki } from "./services/etcd-pki.js";
 import { publishService, unmetServices } from "./services/publish.js";
+import { ApidService, TrustdService, TRUSTD_UNAVAILABLE, type ApiEndpoint } from "./services/api-services.js";
 
 export interface NodeServicesOptions {
   node: Node;
@@ -195,7 +196,34 @@ export class NodeServices {
     }
     this.required = [...want];
     this.updateReadiness();
+    await this.reconcileApiServices(controlPlane, type === "worker");
   }
+
+  // --- API services (services/api-services.ts): apid on configured nodes, trustd listed on control planes ---
+  private apiEndpoint: ApiEndpoint | undefined;
+
+  /** Where the API listens, for apid's health check (set by the entry wiring once it listens). */
+  setApiEndpoint(ep: ApiEndpoint): void {
+    this.apiEndpoint = ep;
+  }
+
+  private async reconcileApiServices(controlPlane: boolean, worker: boolean): Promise<void> {
+    const want = new Set<string>();
+    if (controlPlane || worker) want.add("apid");
+    if (controlPlane) want.add("trustd");
+    const drop = ["apid", "trustd"].filter((id) => this.sup.has(id) && !want.has(id));
+    if (drop.length > 0) await this.sup.unload(...drop);
+    if (want.has("apid") && !this.sup.has("apid")) {
+      this.sup.load(new ApidService(() => this.apiEndpoint));
+      this.sup.start("apid");
+    }
+    if (want.has("trustd") && !this.sup.has("trustd")) {
+      this.sup.load(new TrustdService());
+      this.logs.get("trustd").write(`trustd: waiting for ${TRUSTD_UNAVAILABLE}\n`);
+      this.sup.start("trustd");
+    }
+  }
+  // --- end API services ---
 
   /** Re-issue the etcd certificates when the CA or the hostname changed; etcd picks them up on its next start. */
   private async refreshPki(cfg: MachineConfig): Promise<void> {

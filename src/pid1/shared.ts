@@ -69,6 +69,7 @@ export async function serveApi(o: ServeApiOptions): Promise<{ api: ApiServer; id
   await node.boot();
   const initial = await identity.modeFor(node.activeConfig);
   const addr = await api.listen(o.listen.host, o.listen.port, initial);
+  o.deps.services?.setApiEndpoint({ host: addr.address, port: addr.port }); // apid's health check dials it
   const reportIdentity = (kind: string) => node.setCondition("apid", kind === "waiting" ? WORKER_WAITING_REASON : undefined);
   reportIdentity(initial.kind);
   node.addListener({
