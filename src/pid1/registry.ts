@@ -14,6 +14,7 @@ import { MachineStatusType, ServiceType, VersionType } from "../machinery/resour
 import type { State } from "../state/types.js";
 import { registerNetworkTypes } from "../machinery/resources/types/network.js";
 import { registerCoreTypes } from "../machinery/resources/types/cluster.js";
+import { registerInventoryTypes } from "../machinery/resources/types/inventory.js";
 
 const NAMESPACES: [string, string][] = [
   ["meta", "Metadata namespace which contains resource and namespace definitions."],
@@ -36,6 +37,7 @@ export function buildRegistry(): TypeRegistry {
   r.register(MachineConfigType).register(MachineTypeType).register(MachineStatusType).register(VersionType).register(ServiceType);
   registerNetworkTypes(r);
   registerCoreTypes(r);
+  registerInventoryTypes(r);
   return r;
 }
 
