@@ -7,3 +7,4 @@ export * from "./routes.js";
 export * from "./resolvers.js";
 export * from "./hostname.js";
 export * from "./probe.js";
+export * from "./ethtool.js";
