@@ -31,6 +31,10 @@ import { storageHandlers } from "./handlers/storage.js";
 import { upgradeHandlers } from "./handlers/upgrade.js";
 import { resetHandlers } from "./handlers/reset.js";
 import { metaHandlers } from "./handlers/meta.js";
+import { netstatHandlers } from "./handlers/netstat.js";
+import { pcapHandlers } from "./handlers/pcap.js";
+import { timeHandlers } from "./handlers/time.js";
+import { TimeService } from "../machinery/api/gen/time/time_pb.js";
 import { formatRequest, logRequests, type RequestRecord } from "./request-log.js";
 import { goLogTime } from "../lifecycle/services/api-services.js";
 
@@ -68,6 +72,8 @@ function buildHandlers(deps: ApiDeps): ServiceHandlers {
     ...upgradeHandlers(deps),
     ...resetHandlers(deps),
     ...metaHandlers(deps),
+    ...netstatHandlers(deps),
+    ...pcapHandlers(deps),
   };
   return new Map<DescService, Handlers>([
     [MachineService, machine],
@@ -87,5 +93,6 @@ function buildHandlers(deps: ApiDeps): ServiceHandlers {
     [ImageService, imageHandlers(deps)],
     [LifecycleService, lifecycleHandlers(deps)],
     [StorageService, storageHandlers(deps)],
+    [TimeService, timeHandlers(deps)],
   ]);
 }
