@@ -32,6 +32,7 @@ import { upgradeHandlers } from "./handlers/upgrade.js";
 import { resetHandlers } from "./handlers/reset.js";
 import { metaHandlers } from "./handlers/meta.js";
 import { netstatHandlers } from "./handlers/netstat.js";
+import { imageImportHandlers } from "./handlers/image-import.js";
 import { pcapHandlers } from "./handlers/pcap.js";
 import { timeHandlers } from "./handlers/time.js";
 import { TimeService } from "../machinery/api/gen/time/time_pb.js";
@@ -90,7 +91,7 @@ function buildHandlers(deps: ApiDeps): ServiceHandlers {
       }),
     ],
     [InspectService, inspectHandlers(deps)],
-    [ImageService, imageHandlers(deps)],
+    [ImageService, { ...imageHandlers(deps), ...imageImportHandlers(deps) }],
     [LifecycleService, lifecycleHandlers(deps)],
     [StorageService, storageHandlers(deps)],
     [TimeService, timeHandlers(deps)],
