@@ -205,6 +205,9 @@ function installNodeAndAgent(root) {
   copy(path.join(SYSROOT, "opt/node/LICENSE"), path.join(root, "usr/share/doc/node/LICENSE"), 0o644);
   const lib = path.join(root, "usr/lib/machined");
   copy(AGENT, path.join(lib, "machined.mjs"), 0o644);
+  // The bill of materials `npm run build` writes beside the bundle (SBOMItems reads it from there).
+  const sbom = path.join(path.dirname(AGENT), "sbom.json");
+  if (fs.existsSync(sbom)) copy(sbom, path.join(lib, "sbom.json"), 0o644);
   // Packages the bundle keeps external because they carry native code: copy them with only this arch's binary.
   for (const name of EXTERNALS) {
     const src = path.join(TOP, "node_modules", name);

@@ -31,8 +31,33 @@ import { storageHandlers } from "./handlers/storage.js";
 import { upgradeHandlers } from "./handlers/upgrade.js";
 import { resetHandlers } from "./handlers/reset.js";
 import { metaHandlers } from "./handlers/meta.js";
+import { netstatHandlers } from "./handlers/netstat.js";
+import { imageImportHandlers } from "./handlers/image-import.js";
+import { pcapHandlers } from "./handlers/pcap.js";
+import { timeHandlers } from "./handlers/time.js";
+import { TimeService } from "../machinery/api/gen/time/time_pb.js";
+import { formatRequest, logRequests, type RequestRecord } from "./request-log.js";
+import { goLogTime } from "../supervisor/services/apid.js";
+
+/**
+ * Every call goes to the machined log (written directly, like the supervisor's transition lines, so it does not
+ * depend on the console log level) and, while the apid service runs (configured node), to the apid log.
+ */
+function requestSink(deps: ApiDeps): (r: RequestRecord) => void {
+  return (r) => {
+    const services = deps.services;
+    if (!services) return;
+    const line = `${goLogTime()} ${formatRequest(r)}\n`;
+    services.logs.get("machined").write(line);
+    if (services.supervisor.has("apid")) services.logs.get("apid").write(line);
+  };
+}
 
 export function buildServices(deps: ApiDeps): ServiceHandlers {
+  return logRequests(buildHandlers(deps), requestSink(deps));
+}
+
+function buildHandlers(deps: ApiDeps): ServiceHandlers {
   const machine = {
     ...versionHandlers(deps),
     ...applyHandlers(deps),
@@ -48,6 +73,8 @@ export function buildServices(deps: ApiDeps): ServiceHandlers {
     ...upgradeHandlers(deps),
     ...resetHandlers(deps),
     ...metaHandlers(deps),
+    ...netstatHandlers(deps),
+    ...pcapHandlers(deps),
   };
   return new Map<DescService, Handlers>([
     [MachineService, machine],
@@ -64,8 +91,9 @@ export function buildServices(deps: ApiDeps): ServiceHandlers {
       }),
     ],
     [InspectService, inspectHandlers(deps)],
-    [ImageService, imageHandlers(deps)],
+    [ImageService, { ...imageHandlers(deps), ...imageImportHandlers(deps) }],
     [LifecycleService, lifecycleHandlers(deps)],
     [StorageService, storageHandlers(deps)],
+    [TimeService, timeHandlers(deps)],
   ]);
 }

@@ -4,6 +4,7 @@
  */
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import { withDroppedCapabilities } from "./capabilities.js";
 
 export interface SpawnOptions {
   /** argv; args[0] is the executable (absolute or looked up in PATH). */
@@ -79,7 +80,7 @@ export function spawnProcess(opts: SpawnOptions): Promise<ProcessHandle> {
   const [file, ...rest] = opts.args;
   if (!file) return Promise.reject(new Error("no executable given"));
   const env = opts.cleanEnv ? { ...opts.env } : { ...process.env, ...opts.env };
-  const child = spawn(file, rest, {
+  const child = spawn(...withDroppedCapabilities(file, rest, { env, uid: opts.uid }), { // capabilities.ts: no CAP_SYS_BOOT/CAP_SYS_MODULE
     detached: true,
     cwd: opts.cwd,
     env,

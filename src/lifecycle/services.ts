@@ -76,7 +76,7 @@ export class SystemServices implements ServiceHost {
   }
 
   ensure(service: Service, fingerprint: string): Promise<void> {
-    if (this.closed || !this.o.enabled) return Promise.resolve();
+    if (this.closed || (!this.o.enabled && !service.inProcess)) return Promise.resolve();
     return this.sup.ensure(service, fingerprint);
   }
 

@@ -50,7 +50,7 @@ export interface AssembleOptions {
   network: ControllerWiring["network"];
   /** The kubelet's static pod folder the control plane manifests are written into. */
   manifestsDir?: string;
-  install?: Partial<Omit<InstallManagerOptions, "node" | "stateDir" | "ctr" | "leaveEtcd">>;
+  install?: Partial<Omit<InstallManagerOptions, "node" | "stateDir" | "ctr">>;
   /** PID 1: reboot(2) and power-off; absent in local mode (simulated). */
   power?: NodePower;
   /** PID 1: after the first install wrote the disk (STATE moves onto it, then the machine reboots into it). */
@@ -131,7 +131,9 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
     ...o.install,
   });
 
+  let apiEndpoint: { host: string; port: number } | undefined;
   const runtime = startControllers({
+    apiEndpoint: () => apiEndpoint,
     state,
     log,
     stateDir: o.stateDir,
@@ -158,6 +160,7 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
   };
   const deps: ApiDeps = { node, state, types, log, platform: { name: "metal", mode: "metal" }, localNames, services, runtime, install };
   const { api, identity, addr } = await serveApi(deps, o.listen);
+  apiEndpoint = { host: addr.address, port: addr.port };
   log.info(
     {
       address: `${addr.address}:${addr.port}`,

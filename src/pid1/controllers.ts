@@ -19,6 +19,8 @@ import { etcdSpecController } from "../controllers/etcd/spec.js";
 import { etcdServiceController } from "../controllers/etcd/service.js";
 import { containerdServiceController } from "../controllers/runtime/containerd-service.js";
 import { criServiceController } from "../controllers/cri/cri-service.js";
+import { apiServiceController } from "../controllers/runtime/api-service.js";
+import type { ApiEndpoint } from "../supervisor/services/apid.js";
 import { criRegistriesConfigController } from "../controllers/cri/registries-config.js";
 import { kubeletServiceController } from "../controllers/k8s/kubelet-service.js";
 import { kernelParamDefaultsController } from "../controllers/runtime/kernel-param-defaults.js";
@@ -45,6 +47,8 @@ export interface ControllerWiring {
   manifestsDir?: string;
   /** The local etcd member id, when this node runs etcd. */
   etcdMemberId?: () => Promise<bigint>;
+  /** Where the API listens, once it does (apid's health check). */
+  apiEndpoint?: () => ApiEndpoint | undefined;
   /** The supervisor, for the controllers that run services; without it no service is started. */
   services?: ServiceHost;
   serviceOptions?: { containerd?: false | Omit<ContainerdServiceOptions, "stateDir">; etcd?: Partial<Omit<EtcdServiceOptions, "spec" | "pki" | "stateDir">> };
@@ -88,6 +92,7 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
     etcdConfigController(),
     etcdSpecController(),
   ];
+  if (w.services) all.push(apiServiceController({ services: w.services, endpoint: () => w.apiEndpoint?.() }));
   const k = w.kubernetes;
   if (k) {
     all.push(

@@ -16,6 +16,7 @@ import { registerNetworkTypes } from "../machinery/resources/types/network.js";
 import { registerCoreTypes } from "../machinery/resources/types/cluster.js";
 import { SECRETS_TYPES } from "../machinery/resources/types/secrets.js";
 import { KERNEL_TYPES } from "../machinery/resources/types/kernel.js";
+import { registerInventoryTypes } from "../machinery/resources/types/inventory.js";
 
 const NAMESPACES: [string, string][] = [
   ["meta", "Metadata namespace which contains resource and namespace definitions."],
@@ -39,6 +40,7 @@ export function buildRegistry(): TypeRegistry {
   registerNetworkTypes(r);
   registerCoreTypes(r);
   for (const t of [...SECRETS_TYPES, ...KERNEL_TYPES]) r.register(t);
+  registerInventoryTypes(r);
   return r;
 }
 

@@ -102,6 +102,8 @@ export interface Service {
   health?(): { check: HealthCheck; settings?: Partial<HealthSettings> } | undefined;
   /** memory.max of the service cgroup. */
   memoryMaxBytes?(): number | undefined;
+  /** Runs inside machined (no daemon): listed even where daemons cannot run. */
+  readonly inProcess?: boolean;
   /** Which operations the ServiceStart/Stop/Restart RPCs may perform (upstream default: none). */
   readonly api?: { start?: boolean; stop?: boolean; restart?: boolean };
 }

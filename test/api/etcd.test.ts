@@ -82,7 +82,7 @@ describe("etcd APIs where etcd cannot run", () => {
 
   it("loads no etcd on a worker (and no containerd when told so)", async () => {
     await eventually(async () => expect(worker.node.node.activeConfig?.machineType()).toBe("worker"));
-    expect(worker.node.services.supervisor.list().map((s) => s.id)).toEqual(["machined"]);
+    expect(worker.node.services.supervisor.list().map((s) => s.id)).toEqual(["apid", "machined"]);
     expect(worker.node.node.status.current.status.unmetConditions.find((u) => u.name === "services")).toBeUndefined();
   });
 });

@@ -84,14 +84,25 @@ describe("services without daemons", () => {
 
   it("lists every service with events and health", async () => {
     const list = await serviceList(admin);
-    expect(list.map((s) => s.id)).toEqual(["machined", "testsvc"]);
+    // Upstream's names: apid on every configured node, trustd on control planes (listed, but not implemented).
+    expect(list.map((s) => s.id)).toEqual(["apid", "machined", "testsvc", "trustd"]);
     for (const s of list) {
-      expect(s.state).toBe("Running");
       expect(s.events?.events.length).toBeGreaterThan(0);
       expect(s.events?.events.at(-1)?.ts).toBeDefined();
       expect(s.health).toBeDefined();
+    }
+    for (const s of list.filter((x) => x.id === "machined" || x.id === "testsvc")) {
+      expect(s.state).toBe("Running");
       expect(s.health?.unknown).toBe(true);
     }
+    // apid's health check dials the API port, as upstream's does.
+    await eventually(async () => {
+      const apid = (await serviceList(admin)).find((s) => s.id === "apid");
+      expect(apid).toMatchObject({ state: "Running", health: { unknown: false, healthy: true } });
+    }, 10_000);
+    const trustd = list.find((s) => s.id === "trustd");
+    expect(trustd?.state).toBe("Waiting");
+    expect(trustd?.events?.events.at(-1)?.msg).toMatch(/^Waiting for multi-node support \(trustd is not implemented yet/);
     // Daemons stay off in this harness: nothing but the two above.
     expect(h.node.services.enabled).toBe(false);
   });
@@ -133,13 +144,59 @@ describe("services without daemons", () => {
     expect(all).toContain("service[testsvc](Running)");
     const lines = all.trimEnd().split("\n");
     expect(lines.length).toBeGreaterThan(3);
-    const last2 = text(await logs(admin, { id: "machined", tailLines: 2 }));
-    expect(last2.trimEnd().split("\n")).toEqual(lines.slice(-2));
+    const last2 = text(await logs(admin, { id: "machined", tailLines: 2 })).trimEnd().split("\n");
+    // The previous Logs call itself was logged when it ended (one line per API call, as upstream).
+    expect(last2).toHaveLength(2);
+    expect(last2[0]).toBe(lines.at(-1));
+    expect(last2[1]).toMatch(/^\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d OK \[\/machine\.MachineService\/Logs\] [\d.]+(µs|ms|s) stream Success \(/);
     expect(text(await logs(admin, { id: "testsvc" }))).toContain("hello from testsvc");
-    expect(text(await logs(admin, { id: "never-registered" }))).toBe("");
+    // A log nobody wrote is an error (upstream: `log "x" was not registered`); behind a `nodes` request it
+    // arrives as one message with metadata.error, which talosctl prints as `ERROR: ...` and exits 1.
+    expect(await logs(admin, { id: "never-registered" }).catch((e) => e)).toMatchObject({
+      code: status.UNKNOWN,
+      details: 'log "never-registered" was not registered',
+    });
+    expect(await logs(admin, { id: "never-registered", follow: true }).catch((e) => e)).toMatchObject({ code: status.UNKNOWN });
+    const viaNodes = await logs(admin, { id: "never-registered" }, { metadata: { nodes: "127.0.0.1" } });
+    expect(viaNodes).toHaveLength(1);
+    expect(viaNodes[0].metadata).toMatchObject({
+      hostname: "127.0.0.1",
+      error: 'rpc error: code = Unknown desc = log "never-registered" was not registered',
+    });
     const ids = await admin.unary(MachineService, "LogsContainers", EmptySchema, m.LogsContainersResponseSchema, {});
     expect(ids.messages[0].ids).toEqual(expect.arrayContaining(["machined", "testsvc"]));
     expect(ids.messages[0].ids).not.toContain("never-registered");
+  });
+
+  it("logs every API call in apid and machined; tail gives exactly N lines (upstream TestTail)", async () => {
+    for (let i = 0; i < 20; i++) await version(admin);
+    for (const n of [0, 1, 10]) {
+      const got = text(await logs(admin, { id: "apid", tailLines: n }));
+      expect(got.split("\n").filter(Boolean)).toHaveLength(n);
+      expect(got.length === 0 || got.endsWith("\n")).toBe(true);
+    }
+    const last = text(await logs(admin, { id: "apid", tailLines: 12 })).trimEnd().split("\n");
+    // The three tail calls above came last; the Version calls before them.
+    expect(last.slice(-3).every((l) => / OK \[\/machine\.MachineService\/Logs\] .* stream Success \(/.test(l))).toBe(true);
+    expect(last.slice(0, 9).every((l) => / OK \[\/machine\.MachineService\/Version\] .* unary Success \(/.test(l))).toBe(true);
+    const machined = text(await logs(admin, { id: "machined", tailLines: 30 }));
+    expect(machined).toMatch(/OK \[\/machine\.MachineService\/Version\]/);
+    // A failed call is logged with Go's error text.
+    await admin.unary(MachineService, "ServiceRestart", m.ServiceRestartRequestSchema, m.ServiceRestartResponseSchema, { id: "nope" }).catch(() => {});
+    expect(text(await logs(admin, { id: "apid", tailLines: 2 }))).toContain(
+      'Unknown [/machine.MachineService/ServiceRestart] ',
+    );
+  });
+
+  it("streams machined's log: tail 3 first, then a line for a call made while following (upstream TestStreaming)", async () => {
+    const f = follow(admin, { id: "machined", follow: true, tailLines: 3 });
+    await eventually(async () => expect(f.text().split("\n").filter(Boolean).length).toBeGreaterThanOrEqual(3));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(f.text().split("\n").filter(Boolean)).toHaveLength(3);
+    await admin.unary(MachineService, "Stats", m.StatsRequestSchema, m.StatsResponseSchema, { namespace: "system" }).catch(() => {});
+    await eventually(async () => expect(f.text()).toMatch(/\[\/machine\.MachineService\/Stats\]/));
+    f.cancel();
+    expect(await f.ended).toBe(status.CANCELLED);
   });
 
   it("follows a log until the client cancels", async () => {
@@ -155,7 +212,7 @@ describe("services without daemons", () => {
     f.cancel();
     expect(await f.ended).toBe(status.CANCELLED);
     // The server side let go of the follower: the node keeps serving normally.
-    expect((await serviceList(admin)).length).toBe(2);
+    expect((await serviceList(admin)).length).toBe(4);
   });
 
   it("reports containerd as not running where it is not supervised", async () => {
@@ -206,7 +263,7 @@ describe.skipIf(!!skip)("containerd under the supervisor", () => {
       expect(c?.state).toBe("Running");
       expect(c?.health?.healthy).toBe(true);
     }, 30_000);
-    expect((await serviceList(admin)).map((s) => s.id)).toEqual(["containerd", "etcd", "machined"]);
+    expect((await serviceList(admin)).map((s) => s.id)).toEqual(["apid", "containerd", "etcd", "machined", "trustd"]);
     await eventually(async () =>
       expect(h.node.node.status.current.status.unmetConditions).toContainEqual({ name: "services", reason: "etcd not running" }),
     );

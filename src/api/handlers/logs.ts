@@ -1,14 +1,14 @@
 /**
  * `talosctl logs`: service logs from the supervisor (namespace `system`, and `kubelet` whatever the
  * namespace, as upstream), container output from containerd otherwise. Tail first, then with follow
- * everything new until the client goes away.
+ * everything new until the client goes away. A service log nobody has written is "not registered", as upstream.
  */
 import type { LogsRequest } from "../../machinery/api/gen/machine/machine_pb.js";
 import { ApiError, Code } from "../../machinery/errors.js";
 import type { Handlers } from "../transport/service.js";
 import type { CallContext } from "../transport/context.js";
 import type { ApiDeps } from "../deps.js";
-import { one, withMetadata } from "../reply.js";
+import { failStream, one, withMetadata } from "../reply.js";
 import { containerd } from "./containers.js";
 
 /** Well under gRPC's 4 MiB default receive limit; talosctl re-splits on newlines anyway. */
@@ -23,8 +23,10 @@ export function logHandlers(deps: ApiDeps): Handlers {
         // Ids become file names under the log folder; never let one point elsewhere.
         if (req.id === "" || /[/\\]|^\.\.?$/.test(req.id)) throw new ApiError(Code.InvalidArgument, `invalid log id ${JSON.stringify(req.id)}`);
         const logs = deps.services?.logs;
-        // Reading an unknown id without follow must not register it (upstream creates logs on first use).
-        if (!logs || (!req.follow && !logs.ids().includes(req.id))) return;
+        // Only writers register a log (upstream); reading an unknown one is an error, with or without follow.
+        if (!logs || !logs.ids().includes(req.id)) {
+          return failStream(ctx, new ApiError(Code.Unknown, `log ${JSON.stringify(req.id)} was not registered`), send);
+        }
         source = logs.read(req.id, opts);
       } else {
         source = await containerd(deps, req.namespace, req.driver).containerLogs(req.namespace, req.id, opts);

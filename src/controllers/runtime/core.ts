@@ -23,6 +23,7 @@ import { machineStatusController, type MachineStatusOptions } from "./machine-st
 import { metaKeyController, type MetaReader } from "./meta-keys.js";
 import { mountStatusController } from "./mount-status.js";
 import { securityStateController } from "./security-state.js";
+import { inventoryControllers } from "./inventory.js";
 
 export interface CoreControllerOptions {
   /** The state folder: node identity file, and (by default) the STATE/EPHEMERAL folder volumes. */
@@ -81,5 +82,6 @@ export function coreControllers(opts: CoreControllerOptions): Controller[] {
     }),
   ];
   if (opts.etcdMemberId) list.push(etcdMemberController({ memberId: opts.etcdMemberId }));
+  list.push(...inventoryControllers({ hostRoot: opts.hostRoot }));
   return list;
 }

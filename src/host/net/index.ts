@@ -6,3 +6,5 @@ export * from "./addresses.js";
 export * from "./routes.js";
 export * from "./resolvers.js";
 export * from "./hostname.js";
+export * from "./probe.js";
+export * from "./ethtool.js";

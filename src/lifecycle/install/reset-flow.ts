@@ -1,7 +1,8 @@
 /**
  * MachineService/Reset: validation (upstream's checks and texts), then the reset sequence:
  *   leave (graceful control plane: leave etcd) → stopEverything/stopAllServices (what `talosctl reset` waits for)
- *   → reset (whole system disk) | resetSpec (listed labels) → resetUserDisks → reboot | shutdown.
+ *   → unmountSystem → reset (whole system disk) | resetSpec (listed labels) → resetUserDisks → reboot | shutdown.
+ * A failing phase ends the sequence with upstream's fatal NOOP event and a reboot (back to running).
  * Wiping the system disk or STATE forgets the machine config, so the node comes back in maintenance mode. Local
  * mode cannot power off; "shutdown" there also comes back up (in maintenance), so the flow stays testable.
  */
@@ -74,6 +75,10 @@ export async function runReset(seq: SequenceReporter, plan: ResetPlan, env: Rese
       await seq.phase("leave", [["leaveEtcd", env.leaveEtcd]]);
     }
     await seq.phase("stopEverything", [["stopAllServices", () => node.stopServices()]]);
+    // Upstream's phase before the wipe, which its reset test waits for. With every service stopped nothing uses
+    // EPHEMERAL any more; in local mode it is a folder (nothing mounted), and PID 1 releases the system disk's
+    // mounts before the reboot that follows (pid1/state-mounts.ts).
+    await seq.phase("unmountSystem", [["unmountEphemeralPartition", () => {}]]);
     if (plan.systemDisk && plan.labels.length === 0) {
       await seq.phase("reset", [
         [
@@ -109,9 +114,17 @@ export async function runReset(seq: SequenceReporter, plan: ResetPlan, env: Rese
         ],
       ]);
     }
-  } finally {
+  } catch (err) {
+    // As upstream: a failed reset sequence is fatal and the machine reboots — nothing was wiped yet when a graceful
+    // step fails, so it comes back running its config — with the failure on the event stream for the caller.
+    const message = seq.fail(err);
+    node.log.error({ err }, message);
+    node.status.setStage("rebooting", actor);
     env.release();
+    await rebootNow(node);
+    return;
   }
+  env.release();
   if (!plan.reboot) node.log.warn("reset asked for a power-off; in local mode the node comes back up instead");
   await rebootNow(node);
 }

@@ -12,6 +12,7 @@ import { diagnosticsController } from "../../../src/controllers/runtime/diagnost
 import { metaKeyController } from "../../../src/controllers/runtime/meta-keys.js";
 import { securityStateController } from "../../../src/controllers/runtime/security-state.js";
 import { coreControllers } from "../../../src/controllers/runtime/core.js";
+import { registerInventoryTypes } from "../../../src/machinery/resources/types/inventory.js";
 import { registerCoreTypes } from "../../../src/machinery/resources/types/cluster.js";
 import { TypeRegistry } from "../../../src/machinery/resources/registry.js";
 import { specYaml } from "../../../src/machinery/resources/render.js";
@@ -125,7 +126,7 @@ describe("coreControllers", () => {
     put(s, RUNTIME_NS, "Services.v1alpha1.talos.dev", "etcd", { running: true, healthy: true, unknown: false });
     await eventually(() => s.list("k8s", "StaticPods.kubernetes.talos.dev").length === 3, 3000, "static pods");
     let rendered = 0;
-    for (const t of registerCoreTypes(new TypeRegistry()).all()) {
+    for (const t of registerInventoryTypes(registerCoreTypes(new TypeRegistry())).all()) {
       for (const r of s.list(t.defaultNamespace, t.type)) {
         expect(specYaml(t, r.spec).length).toBeGreaterThan(0);
         expect(t.toProto(r.spec)).toBeInstanceOf(Uint8Array);

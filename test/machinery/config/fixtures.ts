@@ -1,16 +1,8 @@
-import { fileURLToPath } from "node:url";
 /**
- * Access to the upstream Talos test documents in the shared fixtures folder (see its README.md), plus a semantic
- * normalizer: the upstream Go encoder spells out unset fields (`type: ""`, `certSANs: []`), which mean "absent".
+ * Access to the upstream Talos test documents in the shared fixtures folder (test/helpers/fixtures.ts), plus a
+ * semantic normalizer: the upstream Go encoder spells out unset fields (`type: ""`, `certSANs: []`), which mean "absent".
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-
-export const FIXTURES = process.env.TALOS_FIXTURES ?? fileURLToPath(new URL("../../../../shared/fixtures/talos", import.meta.url));
-
-export function fixture(...parts: string[]): string {
-  return readFileSync(join(FIXTURES, ...parts), "utf8");
-}
+export { FIXTURES, fixture, hasFixtures } from "../../helpers/fixtures.js";
 
 /** Drops empty strings, empty lists, empty maps and nulls, recursively, so "unset" spellings compare equal. */
 export function normalize(v: unknown): unknown {

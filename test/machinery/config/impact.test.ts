@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { changeImpact, ConfigError, loadConfig } from "../../../src/machinery/config/index.js";
-import { fixture } from "./fixtures.js";
+import { fixture, hasFixtures } from "./fixtures.js";
 
-const base = loadConfig(fixture("configs", "loader-controlplane.yaml"));
+// Read only where the fixtures exist (otherwise the suite below is skipped, and the helper says why).
+const base = hasFixtures ? loadConfig(fixture("configs", "loader-controlplane.yaml")) : (undefined as never);
 
-describe("changeImpact", () => {
+describe.skipIf(!hasFixtures)("changeImpact", () => {
   it("finds nothing for the same config", () => {
     expect(changeImpact(base, base)).toEqual({ changed: [], rebootRequired: [], live: [] });
   });

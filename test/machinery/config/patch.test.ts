@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
 import { applyPatches, ConfigError, loadConfig, parsePatch, resolvePatchArg } from "../../../src/machinery/config/index.js";
 import { loadPatches } from "../../../src/machinery/config/patch/index.js";
-import { fixture, FIXTURES, normalize } from "./fixtures.js";
+import { fixture, FIXTURES, hasFixtures, normalize } from "./fixtures.js";
 
 /** Applies inline patch texts and returns the resulting v1alpha1 document as plain data. */
 function patched(config: string, ...patches: string[]): Record<string, unknown> {
@@ -239,7 +240,7 @@ describe("patch arguments", () => {
   });
 });
 
-describe("upstream patch fixtures", () => {
+describe.skipIf(!hasFixtures)("upstream patch fixtures", () => {
   const dir = `${FIXTURES}/patches/apply`;
   const read = (p: string) => fixture("patches", "apply", p);
   const semantic = (text: string) => normalize(loadConfig(text).v1alpha1());
@@ -255,9 +256,13 @@ describe("upstream patch fixtures", () => {
     expect(semantic(read("config.yaml"))).not.toEqual(semantic(read("expected.yaml")));
   });
 
-  it("strategic4 gives expected_manifests.yaml (leading blank line of the manifest trimmed)", () => {
+  it("strategic4 gives expected_manifests.yaml: the manifest's leading blank line is gone from the patched text", () => {
+    // The patch's `contents: |` block starts with an empty line; upstream's apply_test.go expects it trimmed.
+    const raw = (text: string) => (parseYaml(text) as { cluster: { inlineManifests: { contents: string }[] } }).cluster.inlineManifests[0].contents;
+    expect(raw(read("strategic4.yaml"))).toMatch(/^\n---\n/);
     const out = applyPatches(read("config.yaml"), [parsePatch(read("strategic4.yaml"))]);
+    // Compared as text, not through the typed view (which trims on its own and would hide the difference).
+    expect(raw(out)).toBe(raw(read("expected_manifests.yaml")));
     expect(semantic(out)).toEqual(semantic(read("expected_manifests.yaml")));
-    expect(loadConfig(out).v1alpha1()!.cluster.inlineManifests![0].contents).toMatch(/^---\napiVersion: v1\n/);
   });
 });

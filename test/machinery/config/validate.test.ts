@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { ConfigValidationError, loadConfig, validateConfig, type ValidationMode } from "../../../src/machinery/config/index.js";
-import { fixture } from "./fixtures.js";
+import { fixture, hasFixtures } from "./fixtures.js";
 
-const base = loadConfig(fixture("configs", "loader-controlplane.yaml"));
+// Read only where the fixtures exist (otherwise the suite below is skipped, and the helper says why).
+const base = hasFixtures ? loadConfig(fixture("configs", "loader-controlplane.yaml")) : (undefined as never);
 
 /** The generated control plane config with `edit` applied. */
 function variant(edit: Parameters<typeof base.withV1Alpha1>[0]) {
@@ -21,7 +22,7 @@ function problems(cfg: ReturnType<typeof loadConfig>, mode: ValidationMode = "me
   return [];
 }
 
-describe("validateConfig", () => {
+describe.skipIf(!hasFixtures)("validateConfig", () => {
   it("accepts the generated configs", () => {
     expect(validateConfig(base, { mode: "metal" })).toEqual({ warnings: [] });
     const cp = loadConfig(fixture("configs", "controlplane.yaml"));

@@ -9,7 +9,7 @@ import {
   certOrganizations, extKeyUsage, fromBase64Pem, loadSecrets, parsePrivateKeyPem, secretsFromConfig, verifyChain,
 } from "../../../src/machinery/pki/index.js";
 import { loadConfig, validateConfig } from "../../../src/machinery/config/index.js";
-import { fixture } from "../pki/helpers.js";
+import { fixture, hasFixtures } from "../pki/helpers.js";
 
 type Doc = Record<string, any>;
 
@@ -21,7 +21,8 @@ const one = (docs: Doc[], kind: string) => {
   return found[0];
 };
 
-const fixtureSecrets = loadSecrets(fixture("configs", "secrets.yaml"));
+// The upstream bundle, where the fixtures exist; the suites that use it are skipped otherwise (the helper says why).
+const fixtureSecrets = hasFixtures ? loadSecrets(fixture("configs", "secrets.yaml")) : (undefined as never);
 
 let current: GeneratedConfigs;
 let legacy: GeneratedConfigs;
@@ -29,7 +30,9 @@ let legacy: GeneratedConfigs;
 beforeAll(async () => {
   [current, legacy] = await Promise.all([
     generateConfigs({ clusterName: "demo", endpoint: "https://198.51.100.11:6443", additionalSans: ["10.0.0.10", "api.demo"] }),
-    generateConfigs({ clusterName: "demo", endpoint: "https://198.51.100.11:6443", talosVersion: "v1.13", secrets: fixtureSecrets }),
+    hasFixtures
+      ? generateConfigs({ clusterName: "demo", endpoint: "https://198.51.100.11:6443", talosVersion: "v1.13", secrets: fixtureSecrets })
+      : (undefined as never),
   ]);
 });
 
@@ -158,7 +161,7 @@ describe("gen config for Talos 1.14 (current)", () => {
   });
 });
 
-describe("gen config for an older contract (--talos-version v1.13)", () => {
+describe.skipIf(!hasFixtures)("gen config for an older contract (--talos-version v1.13)", () => {
   it("puts kubelet, install, features and the Kubernetes sections into v1alpha1", () => {
     const docs = docsOf(legacy.controlplane);
     expect(docs.map((d) => d.kind)).toEqual([undefined, "HostnameConfig"]);
@@ -194,7 +197,7 @@ describe("gen config for an older contract (--talos-version v1.13)", () => {
   });
 });
 
-describe("gen config options", () => {
+describe.skipIf(!hasFixtures)("gen config options", () => {
   it("reuses a given secrets bundle and honours install, DNS, KubeSpan and scheduling options", async () => {
     const out = await generateConfigs({
       clusterName: "c2",

@@ -1,15 +1,10 @@
-import { fileURLToPath } from "node:url";
 /** Shared test helpers: fixture access and an openssl runner (tests using it skip when openssl is absent). */
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-export const FIXTURES = process.env.TALOS_FIXTURES ?? fileURLToPath(new URL("../../../../shared/fixtures/talos", import.meta.url));
-
-export function fixture(...parts: string[]): string {
-  return readFileSync(join(FIXTURES, ...parts), "utf8");
-}
+export { FIXTURES, fixture, hasFixtures } from "../../helpers/fixtures.js";
 
 export const hasOpenssl = spawnSync("openssl", ["version"]).status === 0;
 if (!hasOpenssl) console.warn("openssl not found in PATH: openssl cross-checks are skipped");

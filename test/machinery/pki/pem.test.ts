@@ -6,16 +6,17 @@ import {
   decodeAllPem, decodePem, decodeBase64Pair, encodePem, encodePrivateKeyPem, fromBase64Pem, loadBase64Pair,
   parsePrivateKeyPem, tlsCredentials, tlsKeyPem, toBase64Pem,
 } from "../../../src/machinery/pki/index.js";
-import { fixture } from "./helpers.js";
+import { fixture, hasFixtures } from "./helpers.js";
 
-const secrets = parse(fixture("configs", "secrets.yaml")) as {
+// The upstream bundle, where the fixtures exist; otherwise the suite is skipped (the helper says why).
+const secrets = (hasFixtures ? parse(fixture("configs", "secrets.yaml")) : { certs: { os: { key: "", crt: "" }, etcd: { key: "" } } }) as {
   certs: Record<string, { crt?: string; key: string }>;
 };
-const osKeyPem = fromBase64Pem(secrets.certs.os.key);
-const osCrtPem = fromBase64Pem(secrets.certs.os.crt!);
-const etcdKeyPem = fromBase64Pem(secrets.certs.etcd.key);
+const osKeyPem = hasFixtures ? fromBase64Pem(secrets.certs.os.key) : "";
+const osCrtPem = hasFixtures ? fromBase64Pem(secrets.certs.os.crt!) : "";
+const etcdKeyPem = hasFixtures ? fromBase64Pem(secrets.certs.etcd.key) : "";
 
-describe("PEM with Talos labels", () => {
+describe.skipIf(!hasFixtures)("PEM with Talos labels", () => {
   it("reads the upstream ED25519 PRIVATE KEY (PKCS#8 inside) and writes it back byte for byte", () => {
     expect(osKeyPem).toMatch(/^-----BEGIN ED25519 PRIVATE KEY-----\n/);
     const key = parsePrivateKeyPem(osKeyPem);

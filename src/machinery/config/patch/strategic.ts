@@ -55,9 +55,23 @@ export interface PlainDocument extends DocIdentity {
 
 const idText = (id: DocIdentity) => `${id.apiVersion}/${id.kind}`;
 
+/**
+ * Upstream merges strategic patches into the decoded config, and its decoder trims the leading blank lines (tabs,
+ * newlines, CR, VT, FF; not spaces) of every inline manifest's contents, in the config and in the patch alike, so
+ * the patched output has them trimmed too (a `contents: |` block often starts with an empty line). The typed view
+ * (schema/cluster.ts) applies the same rule; here it is applied to the plain trees the merge works on.
+ */
+function trimInlineManifests(kind: string, data: PlainObject): PlainObject {
+  if (kind !== V1ALPHA1 || !isPlainObject(data.cluster) || !Array.isArray(data.cluster.inlineManifests)) return data;
+  const manifests = data.cluster.inlineManifests.map((m) =>
+    isPlainObject(m) && typeof m.contents === "string" ? { ...m, contents: m.contents.replace(/^[\t\n\v\f\r]+/, "") } : m,
+  );
+  return { ...data, cluster: { ...data.cluster, inlineManifests: manifests } };
+}
+
 /** Applies a strategic patch to config documents, returning new documents (inputs are not modified). */
 export function applyStrategic(config: readonly PlainDocument[], patch: StrategicPatch): PlainDocument[] {
-  let docs = config.map((d) => ({ ...d, data: structuredClone(d.data) }));
+  let docs = config.map((d) => ({ ...d, data: trimInlineManifests(d.kind, structuredClone(d.data)) }));
   for (const pdoc of patch.documents) {
     const key = documentId(pdoc.id);
     const idx = docs.findIndex((d) => documentId(d) === key);
@@ -67,9 +81,10 @@ export function applyStrategic(config: readonly PlainDocument[], patch: Strategi
       else applyDeletion(docs[idx].data, del, idText(pdoc.id));
     }
     if (!pdoc.body) continue;
+    const body = trimInlineManifests(pdoc.id.kind, pdoc.body);
     const target = docs.findIndex((d) => documentId(d) === key);
-    if (target >= 0) docs[target] = { ...docs[target], data: mergeDocument(pdoc.id.kind, docs[target].data, pdoc.body) };
-    else docs.push({ ...pdoc.id, data: structuredClone(pdoc.body) });
+    if (target >= 0) docs[target] = { ...docs[target], data: mergeDocument(pdoc.id.kind, docs[target].data, body) };
+    else docs.push({ ...pdoc.id, data: structuredClone(body) });
   }
   return docs;
 }

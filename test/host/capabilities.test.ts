@@ -1,0 +1,75 @@
+/**
+ * Supervised processes lose CAP_SYS_BOOT and CAP_SYS_MODULE (upstream's DefaultDroppedCapabilities) from their
+ * bounding, permitted and effective sets, and keep everything else this process has; the executable replaces the
+ * wrapper in place (same pid), and a missing one still fails to start as before. Root only: other users hold
+ * no capabilities to drop.
+ */
+import { describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { CAP_SYS_BOOT, CAP_SYS_MODULE, parseCapabilities, resolveExecutable, withDroppedCapabilities } from "../../src/host/capabilities.js";
+import { SpawnError, spawnProcess } from "../../src/host/process.js";
+
+const isRoot = process.getuid?.() === 0;
+if (!isRoot) console.log("skipping capability drop tests: needs root (only root holds the capabilities)");
+
+async function run(args: string[], uid?: number): Promise<{ out: string; pid: number; code: number | null }> {
+  let out = "";
+  const h = await spawnProcess({ args, uid, onOutput: (c) => (out += c.toString()) });
+  const st = await h.exited;
+  // Output may trail the exit slightly: give the pipes a moment to flush.
+  await new Promise((r) => setTimeout(r, 50));
+  return { out, pid: h.pid, code: st.code };
+}
+
+const bit = (n: number) => 1n << BigInt(n);
+
+describe("dropped capabilities", () => {
+  it("resolves executables like execvp", () => {
+    expect(resolveExecutable("sh")).toMatch(/\/sh$/);
+    expect(resolveExecutable("/bin/sh")).toBe("/bin/sh");
+    expect(resolveExecutable("no-such-binary-xyz")).toBeUndefined();
+  });
+
+  it("leaves commands alone where there is nothing to drop", () => {
+    expect(withDroppedCapabilities("sh", ["-c", "true"], { uid: 1000 })).toEqual(["sh", ["-c", "true"]]);
+    expect(withDroppedCapabilities("no-such-binary-xyz", [])).toEqual(["no-such-binary-xyz", []]);
+    expect(withDroppedCapabilities("sh", [], { capabilities: [] })).toEqual(["sh", []]);
+  });
+
+  it.skipIf(!isRoot)("runs the service without CAP_SYS_BOOT/CAP_SYS_MODULE, everything else kept, in place", async () => {
+    const mine = parseCapabilities(readFileSync("/proc/self/status", "utf8"));
+    const r = await run(["sh", "-c", "echo pid=$$; grep ^Cap /proc/self/status; echo args=$0"]);
+    expect(r.code).toBe(0);
+    const caps = parseCapabilities(r.out);
+    const dropped = bit(CAP_SYS_BOOT) | bit(CAP_SYS_MODULE);
+    expect(mine.bounding & dropped).toBe(dropped); // the parent still has them
+    for (const set of [caps.bounding, caps.permitted, caps.effective]) {
+      expect(set & dropped).toBe(0n);
+      expect(set).toBe(mine.bounding & ~dropped);
+    }
+    expect(caps.inheritable & dropped).toBe(0n);
+    expect(caps.ambient).toBe(0n);
+    // `sh -c` saw its own pid as the spawned one: the wrapper exec'd in place.
+    expect(r.out).toContain(`pid=${r.pid}`);
+    expect(r.out).toContain("args=sh");
+  });
+
+  for (const wrapper of ["setpriv", "node"] as const) {
+    it.skipIf(!isRoot || (wrapper === "setpriv" && !resolveExecutable("setpriv")))(`drops them through the ${wrapper} wrapper too`, () => {
+      const mine = parseCapabilities(readFileSync("/proc/self/status", "utf8"));
+      const [cmd, argv] = withDroppedCapabilities("sh", ["-c", "grep ^Cap /proc/self/status"], { wrapper });
+      expect(cmd.endsWith(wrapper === "node" ? "node" : "setpriv")).toBe(true);
+      const r = spawnSync(cmd, argv, { encoding: "utf8" });
+      expect(r.status).toBe(0);
+      const caps = parseCapabilities(r.stdout);
+      const dropped = bit(CAP_SYS_BOOT) | bit(CAP_SYS_MODULE);
+      expect(caps.bounding).toBe(mine.bounding & ~dropped);
+      expect(caps.effective).toBe(mine.bounding & ~dropped);
+    });
+  }
+
+  it.skipIf(!isRoot)("still reports a missing executable as a spawn failure", async () => {
+    await expect(spawnProcess({ args: ["no-such-binary-xyz"] })).rejects.toBeInstanceOf(SpawnError);
+  });
+});
