@@ -22,7 +22,9 @@ fetch_debs() { # DIR
   for p in $names; do
     # debconf and the like are Architecture: all; skip what no image needs.
     case $p in debconf|dpkg|perl-base|debianutils|init-system-helpers|lsb-base|sysvinit-utils|libselinux1|libpcre2-8-0) continue ;; esac
-    ls "$dir/${p}_"*.deb >/dev/null 2>&1 || want+=("$p:$ARCH")
+    ls "$dir/${p}_"*.deb >/dev/null 2>&1 && continue
+    # Architecture: all packages (netbase) take no :arch.
+    if [ "$(apt-cache show --no-all-versions "$p" 2>/dev/null | sed -n 's/^Architecture: //p' | head -1)" = all ]; then want+=("$p"); else want+=("$p:$ARCH"); fi
   done
   if [ ${#want[@]} -gt 0 ]; then
     log "apt-get download ${want[*]}"

@@ -29,11 +29,13 @@ import (
 	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
+// Closures rather than the constructors themselves: their signatures differ (the scheduler's takes
+// variadic registry options, the kubelet's a context).
 var components = map[string]func() *cobra.Command{
-	"kube-apiserver":          apiserver.NewAPIServerCommand,
-	"kube-controller-manager": controllermanager.NewControllerManagerCommand,
-	"kube-scheduler":          scheduler.NewSchedulerCommand,
-	"kube-proxy":              proxy.NewProxyCommand,
+	"kube-apiserver":          func() *cobra.Command { return apiserver.NewAPIServerCommand() },
+	"kube-controller-manager": func() *cobra.Command { return controllermanager.NewControllerManagerCommand() },
+	"kube-scheduler":          func() *cobra.Command { return scheduler.NewSchedulerCommand() },
+	"kube-proxy":              func() *cobra.Command { return proxy.NewProxyCommand() },
 	"kubelet":                 func() *cobra.Command { return kubelet.NewKubeletCommand(context.Background()) },
 }
 
