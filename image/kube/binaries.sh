@@ -90,7 +90,7 @@ build_flannel() { # OUT VERSION
   printf 'module machined.local/flannel\n\ngo 1.26.0\n\nrequire github.com/flannel-io/flannel %s\n' "$v" > "$src/go.mod"
   # -e: tidy also walks the tests of flannel's packages, and one of them imports go.etcd.io/etcd/tests/v3,
   # a version the proxy refuses; the build itself needs none of it (go list -deps checks that).
-  (cd "$src" && go mod tidy -e 2>&1 | grep -v '^go: downloading' >&2 || true)
+  (cd "$src" && go mod tidy -e >/dev/null 2>&1 || true)
   (cd "$src" && go list -deps . >/dev/null)
   (cd "$src" && "${GOBUILD[@]}" -ldflags="-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$v" -o "$out/bin/flanneld" .)
 }

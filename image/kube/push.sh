@@ -14,10 +14,21 @@ ACCEPT='application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distr
 remote_digest() { # REPO TAG
   curl -sfI -H "Accept: $ACCEPT" "http://$ADDR/v2/$1/manifests/$2" | tr -d '\r' | sed -n 's/^[Dd]ocker-[Cc]ontent-[Dd]igest: //p'
 }
-while read -r layout ref up; do
+# "<layout> <ref> <upstream> <manifest digest>" for every built image (one node process for all of them).
+with_digests() {
+  bash "$KUBE_DIR/list.sh" | node -e '
+    const fs = require("fs"), path = require("path");
+    for (const line of fs.readFileSync(0, "utf8").split("\n").filter(Boolean)) {
+      const [layout, ref] = line.split(" ");
+      const idx = JSON.parse(fs.readFileSync(path.join(layout, "index.json"), "utf8"));
+      const m = idx.manifests.find((x) => x.annotations?.["org.opencontainers.image.ref.name"] === ref);
+      if (!m) throw new Error(`${layout} has no image ${ref}`);
+      console.log(`${line} ${m.digest}`);
+    }'
+}
+while read -r layout ref up want; do
   repo_tag=${up#*/}            # drop the upstream host
   repo=${repo_tag%:*} tag=${repo_tag##*:}
-  want=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).manifests.find((m) => m.annotations?.["org.opencontainers.image.ref.name"] === process.argv[2]).digest' "$layout/index.json" "$ref")
   if [ "$(remote_digest "$repo" "$tag")" = "$want" ]; then
     skipped=$((skipped + 1)); continue
   fi
@@ -25,5 +36,5 @@ while read -r layout ref up; do
   got=$(remote_digest "$repo" "$tag")
   [ "$got" = "$want" ] || die "pushed $ADDR/$repo_tag but the registry has digest '$got', not $want"
   pushed=$((pushed + 1)); log "pushed $ADDR/$repo_tag ($up) ${want:7:12}"
-done < <(bash "$KUBE_DIR/list.sh")
+done < <(with_digests)
 log "registry $ADDR: pushed $pushed, already there $skipped, in $((SECONDS - T0)) s"
