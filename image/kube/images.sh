@@ -7,10 +7,18 @@ EPOCH=1970-01-01T00:00:00Z
 IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 HOST_ARCH=$(dpkg --print-architecture)
 
+# Packages in the dependency closure that no image file comes from (maintainer-script tooling).
+not_needed() {
+  case $1 in debconf|dpkg|perl-base|debianutils|init-system-helpers|lsb-base|sysvinit-utils|libselinux1|libpcre2-8-0) return 0 ;; esac
+  return 1
+}
+
 # Debian packages for ARCH (and their dependency closure), downloaded once into the cache.
 fetch_debs() { # DIR
   local dir=$1 want=() p spec
   mkdir -p "$dir"
+  # Done before for the same package list: no apt look-ups (they take seconds on a busy machine).
+  [ "$(cat "$dir/.complete" 2>/dev/null)" != "$IMAGE_DEBS" ] || return 0
   if [ "$ARCH" != "$HOST_ARCH" ] && ! dpkg --print-foreign-architectures | grep -qx "$ARCH"; then
     log "enabling dpkg architecture $ARCH"; dpkg --add-architecture "$ARCH"; apt-get update -q >/dev/null
   fi
@@ -20,8 +28,7 @@ fetch_debs() { # DIR
     --no-enhances --no-pre-depends $(for p in $IMAGE_DEBS; do echo "$p:$ARCH"; done) 2>/dev/null | grep -v -e '^ ' -e '^<' | sed 's/:.*//' | sort -u)
   [ -n "$names" ] || die "apt-cache knows none of: $IMAGE_DEBS (run apt-get update)"
   for p in $names; do
-    # debconf and the like are Architecture: all; skip what no image needs.
-    case $p in debconf|dpkg|perl-base|debianutils|init-system-helpers|lsb-base|sysvinit-utils|libselinux1|libpcre2-8-0) continue ;; esac
+    not_needed "$p" && continue
     ls "$dir/${p}_"*.deb >/dev/null 2>&1 && continue
     # Architecture: all packages (netbase) take no :arch.
     if [ "$(apt-cache show --no-all-versions "$p" 2>/dev/null | sed -n 's/^Architecture: //p' | head -1)" = all ]; then want+=("$p"); else want+=("$p:$ARCH"); fi
@@ -30,7 +37,11 @@ fetch_debs() { # DIR
     log "apt-get download ${want[*]}"
     (cd "$dir" && apt-get download -q "${want[@]}" 2>&1 | grep -v -e unsandboxed -e '^Get:' >&2 || true)
   fi
-  for p in $IMAGE_DEBS; do ls "$dir/${p}_"*.deb >/dev/null 2>&1 || die "apt-get download $p:$ARCH failed"; done
+  for p in $names; do
+    not_needed "$p" && continue
+    ls "$dir/${p}_"*.deb >/dev/null 2>&1 || die "apt-get download $p ($ARCH) failed"
+  done
+  echo "$IMAGE_DEBS" > "$dir/.complete"
 }
 
 # copy_elf SYSROOT DEST FILE...: copies each FILE (a path inside SYSROOT) and, recursively, the shared

@@ -21,11 +21,13 @@ log() { printf '[kube-images %s] %s\n' "$ARCH" "$*" >&2; }
 die() { printf '[kube-images %s] error: %s\n' "$ARCH" "$*" >&2; exit 1; }
 
 # The key of an artifact: a digest over everything its recipe reads (the builder function's own
-# text, its version arguments, the listed files, keys of artifacts it is built from). A changed
+# text, its version arguments, the listed files, keys of artifacts it is built from, the Go version). A changed
 # recipe gives a new key, so a stale artifact is rebuilt instead of reused.
+GO_VERSION=
 recipe_key() { # recipe_key FN WORD... -- FILE...
   local fn=$1; shift
-  { declare -f "$fn"; printf '%s\n' "$ARCH"; while [ $# -gt 0 ] && [ "$1" != -- ]; do printf '%s\n' "$1"; shift; done
+  [ -n "$GO_VERSION" ] || GO_VERSION=$(go env GOVERSION)
+  { declare -f "$fn"; printf '%s\n' "$ARCH" "$GO_VERSION"; while [ $# -gt 0 ] && [ "$1" != -- ]; do printf '%s\n' "$1"; shift; done
     [ "${1:-}" = -- ] && shift; for f in "$@"; do cat "$f"; done; } | sha256sum | cut -c1-16
 }
 
