@@ -8,7 +8,8 @@ if [ "$#" -gt 0 ]; then
   mapfile -t pkgs < <(grep -v '^#' "$1" | tr ' ' '\n' | sed '/^$/d')
 else
   pkgs=(containerd runc etcd-server etcd-client docker-registry skopeo umoci busybox-static
-        gdisk dosfstools mtools xfsprogs iproute2 zstd cpio kmod openssl util-linux procps)
+        gdisk dosfstools mtools xfsprogs iproute2 zstd cpio kmod openssl util-linux procps
+        curl binutils gcc libc6-dev)
 fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
