@@ -8,7 +8,7 @@ import type { State } from "../state/types.js";
 import { networkControllers } from "../controllers/network/index.js";
 import { coreControllers } from "../controllers/runtime/core.js";
 import { discoverDisks } from "../host/disks.js";
-import { staticPodFilesController } from "../controllers/k8s/static-pod-files.js";
+import { kubernetesControlPlaneControllers } from "../controllers/k8s/index.js";
 import { rootOSController } from "../controllers/secrets/root-os.js";
 import { rootEtcdController } from "../controllers/secrets/root-etcd.js";
 import { apiCertSANsController } from "../controllers/secrets/api-cert-sans.js";
@@ -30,8 +30,8 @@ export interface ControllerWiring {
   network: { manage: false } | { manage: true; pid1?: boolean; netns?: string; etcRoot?: string };
   /** Disk-image files offered as install targets (local mode). */
   diskFiles?: () => string[];
-  /** The kubelet's static pod folder the control plane manifests are written into. */
-  manifestsDir?: string;
+  /** Root of the filesystem view the control plane's secrets and configs are written under; default "/". */
+  kubernetesRoot?: string;
   /** The local etcd member id, when this node runs etcd. */
   etcdMemberId?: () => Promise<bigint>;
   /** The supervisor, for the controllers that run services; without it no service is started. */
@@ -63,6 +63,7 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
     etcdCertsController(),
     etcdConfigController(),
     etcdSpecController(),
+    ...kubernetesControlPlaneControllers({ root: w.kubernetesRoot }),
   ];
   if (w.services) {
     const containerd = w.serviceOptions?.containerd;
@@ -70,7 +71,6 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
     if (containerd !== false) all.push(containerdServiceController({ services: w.services, service: { ...containerd, stateDir: w.stateDir } }));
     all.push(etcdServiceController({ services: w.services, state: w.state, service: { ...w.serviceOptions?.etcd, stateDir: w.stateDir } }));
   }
-  if (w.manifestsDir) all.push(staticPodFilesController({ dir: w.manifestsDir }));
   for (const c of all) runtime.register(c);
   runtime.start();
   return runtime;

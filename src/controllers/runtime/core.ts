@@ -16,7 +16,6 @@ import { systemInfoController } from "../hardware/system-info.js";
 import { kubeletConfigController } from "../k8s/kubelet-config.js";
 import { kubeletSpecController } from "../k8s/kubelet-spec.js";
 import { nodenameController, type NodenameOptions } from "../k8s/nodename.js";
-import { controlPlaneStaticPodController } from "../k8s/static-pods.js";
 import { timeSyncController } from "../time/sync.js";
 import { diagnosticsController } from "./diagnostics.js";
 import { machineStatusController, type MachineStatusOptions } from "./machine-status.js";
@@ -50,8 +49,6 @@ export interface CoreControllerOptions {
   container?: boolean;
   fallbackHostname?: NodenameOptions["fallbackHostname"];
   fallbackAddresses?: () => string[];
-  /** Render control plane static pods without waiting for a healthy etcd service. */
-  skipEtcdWait?: boolean;
 }
 
 export function coreControllers(opts: CoreControllerOptions): Controller[] {
@@ -62,7 +59,6 @@ export function coreControllers(opts: CoreControllerOptions): Controller[] {
     nodenameController({ fallbackHostname: opts.fallbackHostname }),
     kubeletConfigController({ runsKubelet: opts.runsKubelet }),
     kubeletSpecController({ container: opts.container }),
-    controlPlaneStaticPodController({ skipEtcdWait: opts.skipEtcdWait }),
     disksController({ discover: opts.discoverDisks }),
     volumeManagerController({ volumes: opts.volumes ?? localFolderVolumes(opts.stateDir) }),
     mountController(),
