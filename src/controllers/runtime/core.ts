@@ -4,7 +4,9 @@
  * `registerCoreTypes(registry)` from machinery/resources/types/cluster.ts.
  */
 import type { UnmetCondition } from "../../machinery/resources/types/runtime.js";
-import type { Controller, ControllerStatus } from "../../state/runtime/index.js";
+import type { Controller, ControllerStatus, ReconcileContext } from "../../state/runtime/index.js";
+import { readAll } from "../../machinery/resources/read.js";
+import { KubeletSecretsType } from "../../machinery/resources/types/secrets.js";
 import { disksController, type DisksOptions } from "../block/disks.js";
 import { mountController } from "../block/mounts.js";
 import { localFolderVolumes, volumeManagerController, type VolumeInfo } from "../block/volumes.js";
@@ -71,9 +73,14 @@ export function coreControllers(opts: CoreControllerOptions): Controller[] {
     machineStatusController({
       setReadiness: opts.setReadiness,
       requiredServices: opts.requiredServices,
-      hasKubernetes: opts.hasKubernetes,
+      // A node that runs no kubelet never gets a Node to be ready; KubeletSecrets alone (upstream's test) is not enough.
+      hasKubernetes: opts.hasKubernetes ?? (opts.runsKubelet ? kubeletRuns(opts.runsKubelet) : undefined),
     }),
   ];
   if (opts.etcdMemberId) list.push(etcdMemberController({ memberId: opts.etcdMemberId }));
   return list;
+}
+
+function kubeletRuns(runsKubelet: () => boolean): (ctx: Pick<ReconcileContext, "list">) => boolean {
+  return (ctx) => runsKubelet() && readAll(ctx, KubeletSecretsType).length > 0;
 }

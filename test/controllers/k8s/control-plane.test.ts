@@ -29,6 +29,12 @@ import {
   SchedulerConfigType,
   SecretsStatusType,
 } from "../../../src/machinery/resources/types/k8s-controlplane.js";
+import { K8S_CONTROLPLANE_TYPES } from "../../../src/machinery/resources/types/k8s-controlplane.js";
+import { SECRETS_TYPES } from "../../../src/machinery/resources/types/secrets.js";
+import type { ResourceType } from "../../../src/machinery/resources/resource.js";
+import { specYaml } from "../../../src/machinery/resources/render.js";
+import { fromBinary } from "@bufbuild/protobuf";
+import { APIServerConfigSpecSchema } from "../../../src/machinery/api/gen/resource/definitions/k8s/k8s_pb.js";
 import { InMemoryState } from "../../../src/state/inmem.js";
 import { fakeLoopbackHttp } from "../../../src/host/loopback-http.js";
 import { rootEtcdController } from "../../../src/controllers/secrets/root-etcd.js";
@@ -492,6 +498,27 @@ cluster:
     );
     publish(s, await configText("controlplane", "cluster:\n  apiServer:\n    resources:\n      requests:\n        memory: lots\n"));
     await eventually(() => /error parsing memory request: quantities must match/.test(rt.status("k8s.ControlPlaneStaticPodController")?.lastError ?? ""), 5000, "bad quantity");
+  });
+
+  it("every resource of the chain renders in both encodings (what the COSI API sends)", async () => {
+    const { s } = chain();
+    publish(s, await configText("controlplane"));
+    node(s);
+    etcdService(s, true);
+    await eventually(() => pods(s).length === 3, 15_000, "pods");
+    let rendered = 0;
+    for (const t of [...K8S_CONTROLPLANE_TYPES, StaticPodType, ...SECRETS_TYPES] as ResourceType[]) {
+      for (const r of s.list(t.defaultNamespace, t.type)) {
+        expect(specYaml(t, r.spec).length).toBeGreaterThan(0);
+        expect(t.toProto(r.spec)).toBeInstanceOf(Uint8Array);
+        rendered++;
+      }
+    }
+    // 8 controlplane configs/statuses, 3 pods, etcd + k8s roots, CertSAN k8s, etcd certs, kubelet secrets, 2 k8s certs.
+    expect(rendered).toBe(19);
+    const proto = fromBinary(APIServerConfigSpecSchema, APIServerConfigType.toProto(readSpec(s, APIServerConfigType, "kube-apiserver")!));
+    expect(proto.serviceCidRs).toEqual(["10.96.0.0/12"]);
+    expect(proto.localPort).toBe(6443n);
   });
 
   it("a worker has no root, no files and no pods", async () => {
