@@ -44,9 +44,11 @@ export const CNI_BIN = "/opt/cni/bin";
 export const MANIFESTS_DIR = "/etc/kubernetes/manifests";
 
 // control plane
-export const APISERVER_SECRETS = "/system/secrets/kubernetes/kube-apiserver";
-export const CONTROLLER_MANAGER_SECRETS = "/system/secrets/kubernetes/kube-controller-manager";
-export const SCHEDULER_SECRETS = "/system/secrets/kubernetes/kube-scheduler";
-export const APISERVER_CONFIG = "/system/config/kubernetes/kube-apiserver";
-export const SCHEDULER_CONFIG = "/system/config/kubernetes/kube-scheduler";
-export const AUDIT_LOG_DIR = "/var/log/audit/kube";
+export const KUBERNETES_STATIC_SECRETS = "/system/secrets/kubernetes"; // KubebernetesStaticSecretsDir
+export const KUBERNETES_STATIC_CONFIG = "/system/config/kubernetes"; // KubebernetesStaticConfigDir
+export const APISERVER_SECRETS = "/system/secrets/kubernetes/kube-apiserver"; // KubernetesAPIServerSecretsDir
+export const CONTROLLER_MANAGER_SECRETS = "/system/secrets/kubernetes/kube-controller-manager"; // KubernetesControllerManagerSecretsDir
+export const SCHEDULER_SECRETS = "/system/secrets/kubernetes/kube-scheduler"; // KubernetesSchedulerSecretsDir
+export const APISERVER_CONFIG = "/system/config/kubernetes/kube-apiserver"; // KubernetesAPIServerConfigDir
+export const SCHEDULER_CONFIG = "/system/config/kubernetes/kube-scheduler"; // KubernetesSchedulerConfigDir
+export const AUDIT_LOG_DIR = "/var/log/audit/kube"; // KubernetesAuditLogDir

@@ -48,8 +48,8 @@ export interface AssembleOptions {
   /** Placement of the daemons (test ports and timings, containerd settings). */
   serviceOptions?: { containerd?: false | Omit<ContainerdServiceOptions, "stateDir">; etcd?: Partial<Omit<EtcdServiceOptions, "spec" | "pki" | "stateDir">>; cgroups?: CgroupManager };
   network: ControllerWiring["network"];
-  /** The kubelet's static pod folder the control plane manifests are written into. */
-  manifestsDir?: string;
+  /** Root of the filesystem view the control plane's secrets and configs are written under; default "/". */
+  kubernetesRoot?: string;
   install?: Partial<Omit<InstallManagerOptions, "node" | "stateDir" | "ctr">>;
   /** PID 1: reboot(2) and power-off; absent in local mode (simulated). */
   power?: NodePower;
@@ -139,7 +139,7 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
     stateDir: o.stateDir,
     setReadiness: (unmet) => node.setControllerReadiness(unmet),
     network: o.network,
-    manifestsDir: o.manifestsDir,
+    kubernetesRoot: o.kubernetesRoot,
     services,
     serviceOptions: { containerd: o.serviceOptions?.containerd, etcd: o.serviceOptions?.etcd },
     kubernetes: o.kubernetes

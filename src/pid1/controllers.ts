@@ -8,7 +8,7 @@ import type { State } from "../state/types.js";
 import { networkControllers } from "../controllers/network/index.js";
 import { coreControllers } from "../controllers/runtime/core.js";
 import { discoverDisks } from "../host/disks.js";
-import { staticPodFilesController } from "../controllers/k8s/static-pod-files.js";
+import { kubernetesControlPlaneControllers } from "../controllers/k8s/index.js";
 import { rootOSController } from "../controllers/secrets/root-os.js";
 import { rootEtcdController } from "../controllers/secrets/root-etcd.js";
 import { apiCertSANsController } from "../controllers/secrets/api-cert-sans.js";
@@ -43,8 +43,8 @@ export interface ControllerWiring {
   network: { manage: false } | { manage: true; pid1?: boolean; sandbox?: boolean; netns?: string; etcRoot?: string };
   /** Disk-image files offered as install targets (local mode). */
   diskFiles?: () => string[];
-  /** The kubelet's static pod folder the control plane manifests are written into. */
-  manifestsDir?: string;
+  /** Root of the filesystem view the control plane's secrets and configs are written under; default "/". */
+  kubernetesRoot?: string;
   /** The local etcd member id, when this node runs etcd. */
   etcdMemberId?: () => Promise<bigint>;
   /** Where the API listens, once it does (apid's health check). */
@@ -91,6 +91,7 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
     etcdCertsController(),
     etcdConfigController(),
     etcdSpecController(),
+    ...kubernetesControlPlaneControllers({ root: w.kubernetesRoot }),
   ];
   if (w.services) all.push(apiServiceController({ services: w.services, endpoint: () => w.apiEndpoint?.() }));
   const k = w.kubernetes;
@@ -134,7 +135,6 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
       }),
     );
   }
-  if (w.manifestsDir) all.push(staticPodFilesController({ dir: w.manifestsDir }));
   for (const c of all) runtime.register(c);
   runtime.start();
   return runtime;

@@ -52,8 +52,8 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
     serviceOptions: opts.serviceOptions,
     // Local mode observes the host network and never changes it.
     network: { manage: false },
-    // The kubelet's staticPodPath, kept inside the state folder in local mode.
-    manifestsDir: path.join(opts.stateDir, "kubernetes", "manifests"),
+    // The host is only observed: the control plane's files go under the state folder, not /system.
+    kubernetesRoot: path.join(opts.stateDir, "root"),
     install: opts.install,
     startedAt,
   });

@@ -1,13 +1,15 @@
 /**
- * Credentials for people: Kubeconfig (an admin certificate from the Kubernetes CA, as a tar.gz holding one
- * `kubeconfig`) and GenerateClientConfiguration (a talosconfig with chosen roles from the OS CA).
+ * Credentials for people: Kubeconfig (control planes: a fresh admin certificate from the Kubernetes CA — CN admin,
+ * O system:masters, cluster.adminKubeconfig.certLifetime, default one year — for the cluster endpoint, trusting the
+ * accepted CAs, as a tar.gz holding one `kubeconfig` with mode 0600) and GenerateClientConfiguration (a talosconfig
+ * with chosen roles from the OS CA).
  */
 import { gzipSync } from "node:zlib";
-import { stringify } from "yaml";
 import type { GenerateClientConfigurationRequest } from "../../machinery/api/gen/machine/machine_pb.js";
 import { invalidArgument, failedPrecondition } from "../../machinery/errors.js";
 import { tarFiles } from "../../machinery/archive/tar.js";
-import { issueClientCert, issueKubernetesAdminCert } from "../../machinery/pki/issue.js";
+import { issueClientCert } from "../../machinery/pki/issue.js";
+import { ADMIN_CERT_DEFAULT_LIFETIME_MS, generateKubeconfig, goDurationMs } from "../../machinery/kubernetes/kubeconfig.js";
 import { buildTalosconfig } from "../../machinery/generate/talosconfig.js";
 import type { Handlers } from "../transport/service.js";
 import type { CallContext } from "../transport/context.js";
@@ -28,24 +30,28 @@ export function accessHandlers(deps: ApiDeps): Handlers {
       const cfg = deps.node.activeConfig!;
       const ca = cfg.kubernetesCA();
       if (!ca) throw failedPrecondition("the Kubernetes CA (cluster.ca or KubeAPIServerCAConfig) is missing from the machine config");
-      const admin = await issueKubernetesAdminCert(ca);
-      const name = cfg.clusterName() ?? "talos";
-      const user = `admin@${name}`;
-      const kubeconfig = stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [{ name, cluster: { server: cfg.endpoint(), "certificate-authority-data": Buffer.from(ca.crt).toString("base64") } }],
-        users: [
-          {
-            name: user,
-            user: {
-              "client-certificate-data": Buffer.from(admin.crt).toString("base64"),
-              "client-key-data": Buffer.from(admin.key).toString("base64"),
-            },
-          },
-        ],
-        contexts: [{ context: { cluster: name, namespace: "default", user }, name: user }],
-        "current-context": user,
+      const endpoint = cfg.endpoint();
+      if (!endpoint) throw failedPrecondition("cluster.controlPlane.endpoint is missing from the machine config");
+      let lifetimeMs: number;
+      let accepted: string[];
+      try {
+        lifetimeMs = goDurationMs(cfg.cluster?.adminKubeconfig?.certLifetime, "cluster.adminKubeconfig.certLifetime") || ADMIN_CERT_DEFAULT_LIFETIME_MS;
+        accepted = (cfg.cluster?.acceptedCAs ?? []).map((a, i) => pem(a.crt, `cluster.acceptedCAs[${i}].crt`));
+      } catch (err) {
+        throw failedPrecondition((err as Error).message);
+      }
+      if (lifetimeMs <= 0) throw failedPrecondition("cluster.adminKubeconfig.certLifetime must be positive");
+      // A fresh client certificate on every call, as upstream's GenerateAdmin: the kubeconfig is handed to a person.
+      const kubeconfig = await generateKubeconfig({
+        clusterName: cfg.clusterName() ?? "",
+        issuingCA: ca,
+        acceptedCAs: [...accepted, ca.crt],
+        lifetimeMs,
+        commonName: "admin",
+        organization: "system:masters",
+        endpoint,
+        username: "admin",
+        contextName: "admin",
       });
       const archive = gzipSync(tarFiles([{ name: "kubeconfig", data: Buffer.from(kubeconfig), mode: 0o600 }]));
       await send(withMetadata(ctx, { bytes: archive }));

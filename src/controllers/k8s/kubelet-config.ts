@@ -2,6 +2,8 @@
  * k8s.KubeletConfigController: the kubelet settings of the machine config (machine.kubelet, node
  * taints, cluster DNS) as the KubeletConfig resource `k8s`/`kubelet`. Only published when this node
  * runs a kubelet: `talosctl health` skips its kubelet check exactly when this resource is missing.
+ * Like upstream it waits for the static pod server (StaticPodServerStatuses `static-pod-server-status`), whose URL
+ * becomes the kubelet's staticPodURL: until then nothing is published (an existing config is kept).
  */
 import type { MachineConfig } from "../../machinery/config/index.js";
 import { KUBELET_IMAGE, DEFAULT_KUBERNETES_VERSION } from "../../machinery/generate/constants.js";
@@ -9,21 +11,21 @@ import { K8S_NS, KubeletConfigType, type KubeletConfigSpec, type MountSpec } fro
 import type { Controller } from "../../state/runtime/index.js";
 import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 import { dnsDomain, dnsServiceAddrs, serviceCIDRs } from "../../machinery/kubernetes/network.js";
+import { pointer, readSpec } from "../../machinery/resources/read.js";
+import { STATIC_POD_SERVER_STATUS_ID, StaticPodServerStatusType } from "../../machinery/resources/types/k8s-controlplane.js";
 
 export const KUBELET_ID = "kubelet";
 
 export interface KubeletConfigOptions {
   /** False when this node does not run a kubelet (e.g. local mode without containerd). Default: true. */
   runsKubelet?: () => boolean;
-  /** URL of the static pod list the kubelet polls, when a static pod server runs. */
-  staticPodListURL?: () => string;
 }
 
 export function kubeletConfigController(opts: KubeletConfigOptions = {}): Controller {
   const ptr = { namespace: K8S_NS, type: KubeletConfigType.type, id: KUBELET_ID };
   return {
     name: "k8s.KubeletConfigController",
-    inputs: [machineConfigInput],
+    inputs: [machineConfigInput, { ...pointer(StaticPodServerStatusType, STATIC_POD_SERVER_STATUS_ID), kind: "weak" }],
     outputs: [{ type: KubeletConfigType.type, kind: "exclusive" }],
     reconcile(ctx) {
       const cfg = machineConfig(ctx);
@@ -31,7 +33,9 @@ export function kubeletConfigController(opts: KubeletConfigOptions = {}): Contro
         ctx.destroy(ptr);
         return;
       }
-      ctx.apply({ ...ptr, spec: kubeletConfigSpec(cfg, opts.staticPodListURL?.() ?? "") });
+      const server = readSpec(ctx, StaticPodServerStatusType, STATIC_POD_SERVER_STATUS_ID);
+      if (!server) return;
+      ctx.apply({ ...ptr, spec: kubeletConfigSpec(cfg, server.url) });
     },
   };
 }

@@ -4,7 +4,9 @@
  * `registerCoreTypes(registry)` from machinery/resources/types/cluster.ts.
  */
 import type { UnmetCondition } from "../../machinery/resources/types/runtime.js";
-import type { Controller, ControllerStatus } from "../../state/runtime/index.js";
+import type { Controller, ControllerStatus, ReconcileContext } from "../../state/runtime/index.js";
+import { readAll } from "../../machinery/resources/read.js";
+import { KubeletSecretsType } from "../../machinery/resources/types/secrets.js";
 import { disksController, type DisksOptions } from "../block/disks.js";
 import { mountController } from "../block/mounts.js";
 import { localFolderVolumes, volumeManagerController, type VolumeInfo } from "../block/volumes.js";
@@ -16,7 +18,6 @@ import { systemInfoController } from "../hardware/system-info.js";
 import { kubeletConfigController } from "../k8s/kubelet-config.js";
 import { kubeletSpecController, type KubeletSpecOptions } from "../k8s/kubelet-spec.js";
 import { nodenameController, type NodenameOptions } from "../k8s/nodename.js";
-import { controlPlaneStaticPodController } from "../k8s/static-pods.js";
 import { timeSyncController } from "../time/sync.js";
 import { diagnosticsController } from "./diagnostics.js";
 import { machineStatusController, type MachineStatusOptions } from "./machine-status.js";
@@ -53,8 +54,6 @@ export interface CoreControllerOptions {
   container?: boolean;
   fallbackHostname?: NodenameOptions["fallbackHostname"];
   fallbackAddresses?: () => string[];
-  /** Render control plane static pods without waiting for a healthy etcd service. */
-  skipEtcdWait?: boolean;
 }
 
 export function coreControllers(opts: CoreControllerOptions): Controller[] {
@@ -65,7 +64,6 @@ export function coreControllers(opts: CoreControllerOptions): Controller[] {
     nodenameController({ fallbackHostname: opts.fallbackHostname }),
     kubeletConfigController({ runsKubelet: opts.runsKubelet }),
     kubeletSpecController({ container: opts.container, host: opts.kubeletHost }),
-    controlPlaneStaticPodController({ skipEtcdWait: opts.skipEtcdWait }),
     disksController({ discover: opts.discoverDisks }),
     volumeManagerController({ volumes: opts.volumes ?? localFolderVolumes(opts.stateDir) }),
     mountController(),
@@ -78,10 +76,15 @@ export function coreControllers(opts: CoreControllerOptions): Controller[] {
     machineStatusController({
       setReadiness: opts.setReadiness,
       requiredServices: opts.requiredServices,
-      hasKubernetes: opts.hasKubernetes,
+      // A node that runs no kubelet never gets a Node to be ready; KubeletSecrets alone (upstream's test) is not enough.
+      hasKubernetes: opts.hasKubernetes ?? (opts.runsKubelet ? kubeletRuns(opts.runsKubelet) : undefined),
     }),
   ];
   if (opts.etcdMemberId) list.push(etcdMemberController({ memberId: opts.etcdMemberId }));
   list.push(...inventoryControllers({ hostRoot: opts.hostRoot }));
   return list;
+}
+
+function kubeletRuns(runsKubelet: () => boolean): (ctx: Pick<ReconcileContext, "list">) => boolean {
+  return (ctx) => runsKubelet() && readAll(ctx, KubeletSecretsType).length > 0;
 }

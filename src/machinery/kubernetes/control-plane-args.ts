@@ -1,29 +1,57 @@
 /**
- * Command lines of the control plane components, built as Talos builds them (fixed flags pointing at
- * the certificates Talos writes under /system/secrets/kubernetes, user extraArgs merged under the
- * same allow/deny rules) from the cluster section of the machine config.
+ * Command lines of the control plane components, as upstream's ControlPlaneStaticPodController builds them from
+ * the component configs: fixed flags pointing at the files rendered under /system/secrets/kubernetes and
+ * /system/config/kubernetes, version-dependent flags (authorization config, cloud provider), and the user's
+ * extraArgs merged under upstream's allow/deny rules. Flags render sorted, one `--key=value` per value.
  */
 import type { MachineConfig } from "../config/index.js";
-import { args, extraArgs, mergeArgs, renderArgs, type MergePolicy } from "./args.js";
-import { podCIDRs, serviceCIDRs } from "./network.js";
-
-export { APISERVER_CONFIG, APISERVER_SECRETS, AUDIT_LOG_DIR, CONTROLLER_MANAGER_SECRETS, SCHEDULER_CONFIG, SCHEDULER_SECRETS } from "../paths.js";
 import { APISERVER_CONFIG, APISERVER_SECRETS, AUDIT_LOG_DIR, CONTROLLER_MANAGER_SECRETS, SCHEDULER_CONFIG, SCHEDULER_SECRETS } from "../paths.js";
+import type { APIServerConfigSpec, ArgValues, ControllerManagerConfigSpec, SchedulerConfigSpec } from "../resources/types/k8s-controlplane.js";
+import { args, mergeArgs, renderArgs, type Args, type MergePolicy } from "./args.js";
+import {
+  cloudProviderFlagRemoved,
+  structuredAuthorizationByDefault,
+  supportsAuthorizationConfigFile,
+  versionFromImageRef,
+  type KubeVersion,
+} from "./version.js";
+
 export const DEFAULT_API_PORT = 6443;
+
+/** Ciphers the API server offers for TLS 1.2 (it faces clients outside the node, so 1.2 stays allowed). */
+export const APISERVER_CIPHER_SUITES = [
+  "TLS_AES_128_GCM_SHA256",
+  "TLS_AES_256_GCM_SHA384",
+  "TLS_CHACHA20_POLY1305_SHA256",
+  "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+  "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+  "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
+  "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+  "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+  "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+  "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
+  "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+].join(",");
 
 const denied = (...keys: string[]): Record<string, MergePolicy> => Object.fromEntries(keys.map((k) => [k, "denied"]));
 
+/** cluster.controlPlane.localAPIServerPort, default 6443. */
 export function apiServerPort(cfg: MachineConfig): number {
   return cfg.cluster?.controlPlane?.localAPIServerPort || DEFAULT_API_PORT;
 }
 
-export function apiServerArgs(cfg: MachineConfig): string[] {
+function extra(values: Record<string, ArgValues>): Args {
+  return new Map(Object.entries(values).map(([k, v]) => [k, [...v.values]]));
+}
+
+export function apiServerArgs(spec: APIServerConfigSpec): string[] {
   const s = (f: string) => `${APISERVER_SECRETS}/${f}`;
-  const issuer = cfg.endpoint() ?? "";
   const a = args({
     "admission-control-config-file": `${APISERVER_CONFIG}/admission-control-config.yaml`,
     "allow-privileged": "true",
-    "api-audiences": issuer,
+    // Without it, unauthenticated requests get system:unauthenticated and can read /version and the like.
+    "anonymous-auth": "false",
+    "api-audiences": spec.controlPlaneEndpoint,
     "bind-address": "0.0.0.0",
     "client-ca-file": s("ca.crt"),
     "enable-admission-plugins": "NodeRestriction",
@@ -35,7 +63,8 @@ export function apiServerArgs(cfg: MachineConfig): string[] {
     "proxy-client-cert-file": s("front-proxy-client.crt"),
     "proxy-client-key-file": s("front-proxy-client.key"),
     "enable-bootstrap-token-auth": "true",
-    "tls-min-version": "VersionTLS13",
+    "tls-min-version": "VersionTLS12",
+    "tls-cipher-suites": APISERVER_CIPHER_SUITES,
     "encryption-provider-config": s("encryptionconfig.yaml"),
     "audit-policy-file": `${APISERVER_CONFIG}/auditpolicy.yaml`,
     "audit-log-path": `${AUDIT_LOG_DIR}/kube-apiserver.log`,
@@ -46,33 +75,28 @@ export function apiServerArgs(cfg: MachineConfig): string[] {
     "etcd-cafile": s("etcd-client-ca.crt"),
     "etcd-certfile": s("etcd-client.crt"),
     "etcd-keyfile": s("etcd-client.key"),
-    // kube-apiserver talks to the etcd of its own node.
-    "etcd-servers": "https://127.0.0.1:2379",
+    "etcd-servers": spec.etcdServers.join(","),
     "kubelet-client-certificate": s("apiserver-kubelet-client.crt"),
     "kubelet-client-key": s("apiserver-kubelet-client.key"),
-    "secure-port": String(apiServerPort(cfg)),
-    "service-account-issuer": issuer,
+    "secure-port": String(spec.localPort),
+    "service-account-issuer": spec.controlPlaneEndpoint,
     "service-account-key-file": s("service-account.pub"),
     "service-account-signing-key-file": s("service-account.key"),
-    "service-cluster-ip-range": serviceCIDRs(cfg).join(","),
+    "service-cluster-ip-range": spec.serviceCIDR.join(","),
     "tls-cert-file": s("apiserver.crt"),
     "tls-private-key-file": s("apiserver.key"),
     "kubelet-preferred-address-types": "InternalIP,ExternalIP,Hostname",
-    "anonymous-auth": "false",
   });
-  if (!cfg.machine?.kubelet?.skipNodeRegistration) a.set("advertise-address", ["$(POD_IP)"]);
-  if (cfg.cluster?.externalCloudProvider?.enabled) a.set("cloud-provider", ["external"]);
-  const extra = extraArgs(cfg.cluster?.apiServer?.extraArgs);
-  // Explicit authorization flags switch back from the authorization config file to classic modes.
-  if (extra.has("authorization-mode") || [...extra.keys()].some((k) => k.startsWith("authorization-webhook-"))) {
-    a.set("authorization-mode", ["Node,RBAC"]);
-  } else {
-    a.set("authorization-config", [`${APISERVER_CONFIG}/authorization-config.yaml`]);
-  }
-  mergeArgs(a, extra, {
+  if (spec.advertisedAddress) a.set("advertise-address", [spec.advertisedAddress]);
+  const version = versionFromImageRef(spec.image);
+  if (spec.cloudProvider && !cloudProviderFlagRemoved(version)) a.set("cloud-provider", [spec.cloudProvider]);
+  const user = extra(spec.extraArgs);
+  authorizationFlags(version, a, user);
+  mergeArgs(a, user, {
     "enable-admission-plugins": "additive",
     "feature-gates": "additive",
     "authorization-mode": "additive",
+    "tls-cipher-suites": "additive",
     ...denied(
       "etcd-servers",
       "client-ca-file",
@@ -88,7 +112,6 @@ export function apiServerArgs(cfg: MachineConfig): string[] {
       "service-account-key-file",
       "service-account-signing-key-file",
       "tls-cert-file",
-      "tls-min-version",
       "tls-private-key-file",
       "authorization-config",
     ),
@@ -96,17 +119,32 @@ export function apiServerArgs(cfg: MachineConfig): string[] {
   return ["/usr/local/bin/kube-apiserver", ...renderArgs(a)];
 }
 
-export function controllerManagerArgs(cfg: MachineConfig): string[] {
+/**
+ * Classic `--authorization-mode=Node,RBAC` when the user sets authorization-mode or authorization-webhook-* flags
+ * or the API server predates config files; otherwise the rendered authorization config file (with the feature gate
+ * the 1.29 API server still needs).
+ */
+function authorizationFlags(version: KubeVersion, a: Args, user: Args): void {
+  const userAuthz = user.has("authorization-mode") || [...user.keys()].some((k) => k.startsWith("authorization-webhook-"));
+  if (userAuthz || !supportsAuthorizationConfigFile(version)) {
+    a.set("authorization-mode", ["Node,RBAC"]);
+    return;
+  }
+  if (!structuredAuthorizationByDefault(version)) a.set("feature-gates", ["StructuredAuthorizationConfiguration=true"]);
+  a.set("authorization-config", [`${APISERVER_CONFIG}/authorization-config.yaml`]);
+}
+
+export function controllerManagerArgs(spec: ControllerManagerConfigSpec): string[] {
   const s = (f: string) => `${CONTROLLER_MANAGER_SECRETS}/${f}`;
-  const pods = podCIDRs(cfg);
   const a = args({
     "allocate-node-cidrs": "true",
     "bind-address": "127.0.0.1",
-    "cluster-cidr": pods.join(","),
-    "service-cluster-ip-range": serviceCIDRs(cfg).join(","),
+    "cluster-cidr": spec.podCIDRs.join(","),
+    "service-cluster-ip-range": spec.serviceCIDRs.join(","),
     "cluster-signing-cert-file": s("ca.crt"),
     "cluster-signing-key-file": s("ca.key"),
-    controllers: "*",
+    // tokencleaner removes expired bootstrap tokens; it is off by default.
+    controllers: "*,tokencleaner",
     "configure-cloud-routes": "false",
     kubeconfig: s("kubeconfig"),
     "authentication-kubeconfig": s("kubeconfig"),
@@ -115,14 +153,10 @@ export function controllerManagerArgs(cfg: MachineConfig): string[] {
     "root-ca-file": s("ca.crt"),
     "service-account-private-key-file": s("service-account.key"),
     profiling: "false",
-    "terminated-pod-gc-threshold": "100",
     "tls-min-version": "VersionTLS13",
-    "use-service-account-credentials": "true",
   });
-  if (cfg.cluster?.externalCloudProvider?.enabled) a.set("cloud-provider", ["external"]);
-  if (pods.some((p) => !p.includes(":"))) a.set("node-cidr-mask-size-ipv4", ["24"]);
-  if (pods.some((p) => p.includes(":"))) a.set("node-cidr-mask-size-ipv6", ["112"]);
-  mergeArgs(a, extraArgs(cfg.cluster?.controllerManager?.extraArgs), {
+  if (spec.cloudProvider && !cloudProviderFlagRemoved(versionFromImageRef(spec.image))) a.set("cloud-provider", [spec.cloudProvider]);
+  mergeArgs(a, extra(spec.extraArgs), {
     "service-cluster-ip-range": "additive",
     controllers: "additive",
     ...denied(
@@ -137,7 +171,7 @@ export function controllerManagerArgs(cfg: MachineConfig): string[] {
   return ["/usr/local/bin/kube-controller-manager", "--use-service-account-credentials", ...renderArgs(a)];
 }
 
-export function schedulerArgs(cfg: MachineConfig): string[] {
+export function schedulerArgs(spec: SchedulerConfigSpec): string[] {
   const a = args({
     config: `${SCHEDULER_CONFIG}/scheduler-config.yaml`,
     "authentication-tolerate-lookup-failure": "false",
@@ -148,6 +182,6 @@ export function schedulerArgs(cfg: MachineConfig): string[] {
     profiling: "false",
     "tls-min-version": "VersionTLS13",
   });
-  mergeArgs(a, extraArgs(cfg.cluster?.scheduler?.extraArgs), denied("kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig", "config"));
+  mergeArgs(a, extra(spec.extraArgs), denied("kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig", "config"));
   return ["/usr/local/bin/kube-scheduler", ...renderArgs(a)];
 }

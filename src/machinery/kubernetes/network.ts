@@ -47,3 +47,31 @@ function formatIP(n: bigint, len: number): string {
   if (best.at < 0) return words.join(":");
   return `${words.slice(0, best.at).join(":")}::${words.slice(best.at + best.len).join(":")}`;
 }
+
+/**
+ * The `n`th address of each service CIDR (counted from the network address, so a CIDR written with host bits set
+ * gives the same answer), as upstream's NthIPInCIDRSet: n = 1 → the API server's service IPs (10.96.0.1), n = 10
+ * → the DNS service IPs. A CIDR that does not parse, or is too small for `n`, is an error naming it.
+ */
+export function nthIPs(cidrs: string[], n: number): string[] {
+  return cidrs.map((cidr) => {
+    const [addr, bitsText, extra] = cidr.trim().split("/");
+    const bytes = addr ? parseIP(addr) : undefined;
+    const width = bytes ? bytes.length * 8 : 0;
+    const bits = /^\d+$/.test(bitsText ?? "") ? Number(bitsText) : NaN;
+    if (!bytes || extra !== undefined || !(bits >= 0 && bits <= width)) {
+      throw new Error(`failed to process Service CIDRs: invalid CIDR ${JSON.stringify(cidr)}`);
+    }
+    let value = 0n;
+    for (const b of bytes) value = (value << 8n) | BigInt(b);
+    const hostBits = BigInt(width - bits);
+    const network = (value >> hostBits) << hostBits;
+    if (BigInt(n) >= 1n << hostBits) throw new Error(`failed to process Service CIDRs: ${cidr} has no address number ${n}`);
+    return formatIP(network + BigInt(n), bytes.length);
+  });
+}
+
+/** The first address of each service CIDR: the `kubernetes` Service's ClusterIPs, which the API server certificate names. */
+export function apiServerIPs(cidrs: string[]): string[] {
+  return nthIPs(cidrs, 1);
+}

@@ -1,159 +1,184 @@
 /**
- * Static pod manifests of the control plane components, shaped like the pods Talos renders (the
- * YAML spec of a StaticPod resource is this manifest): host network, read-only root, the component's
- * secrets/config folders as hostPath volumes, tmpfs-backed /tmp and /var/run/kubernetes, probes.
+ * Static pod manifests of the control plane components, shaped as upstream's ControlPlaneStaticPodController
+ * renders them (a v1.Pod as JSON, so empty fields are absent): host network, non-root with the component's uid,
+ * all capabilities dropped, RuntimeDefault seccomp, the component's secrets/config folders as hostPath volumes,
+ * probes, resources with defaults, GOMEMLIMIT from a memory limit, and the version annotations that make the
+ * kubelet restart a pod whose secrets or config changed.
  */
-import type { MachineConfig } from "../config/index.js";
-import {
-  DEFAULT_KUBERNETES_VERSION,
-  KUBE_APISERVER_IMAGE,
-  KUBE_CONTROLLER_MANAGER_IMAGE,
-  KUBE_SCHEDULER_IMAGE,
-} from "../generate/constants.js";
+import { APISERVER_CONFIG, APISERVER_SECRETS, AUDIT_LOG_DIR, CONTROLLER_MANAGER_SECRETS, SCHEDULER_CONFIG, SCHEDULER_SECRETS } from "../paths.js";
 import type { PodManifest } from "../resources/types/k8s.js";
 import {
-  APISERVER_CONFIG,
-  APISERVER_SECRETS,
-  AUDIT_LOG_DIR,
-  CONTROLLER_MANAGER_SECRETS,
-  SCHEDULER_CONFIG,
-  SCHEDULER_SECRETS,
-  apiServerArgs,
-  controllerManagerArgs,
-  schedulerArgs,
-} from "./control-plane-args.js";
+  APISERVER_ID,
+  CONTROLLER_MANAGER_ID,
+  SCHEDULER_ID,
+  type APIServerConfigSpec,
+  type ComponentResources,
+  type ControllerManagerConfigSpec,
+  type ExtraVolume,
+  type SchedulerConfigSpec,
+} from "../resources/types/k8s-controlplane.js";
+import { apiServerArgs, controllerManagerArgs, schedulerArgs } from "./control-plane-args.js";
+import { quantityValue } from "./quantity.js";
+import { schedulerHealthEndpoints, versionFromImageRef, versionString } from "./version.js";
 
-export const APISERVER_ID = "kube-apiserver";
-export const CONTROLLER_MANAGER_ID = "kube-controller-manager";
-export const SCHEDULER_ID = "kube-scheduler";
+export { APISERVER_ID, CONTROLLER_MANAGER_ID, SCHEDULER_ID };
 
-/** Versions stamped into the pod annotations, so a change of config or secrets restarts the pod. */
+/** The uid (and gid) each component runs as; its secrets are owned by it (KubernetesAPIServerRunUser etc.). */
+export const APISERVER_UID = 65534;
+export const CONTROLLER_MANAGER_UID = 65535;
+export const SCHEDULER_UID = 65536;
+
+export const ANNOTATION_SECRETS_VERSION = "talos.dev/secrets-version";
+export const ANNOTATION_CONFIG_VERSION = "talos.dev/config-version";
+export const ANNOTATION_CONFIG_FILE_VERSION = "talos.dev/config-file-version";
+
+/** scheduling.SystemCriticalPriority */
+const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
+/** GOMEMLIMIT is this share of the memory limit, leaving the Go runtime headroom before the OOM killer. */
+const GOMEMLIMIT_PERCENT = 95;
+
+/** What the pod annotations carry: the SecretsStatus version, the component config's version, the ConfigStatus version. */
 export interface PodVersions {
   secrets: string;
   config: string;
-  configFile?: string;
+  configFile: string;
 }
 
-interface ComponentSection {
-  image?: string;
-  extraVolumes?: { hostPath: string; mountPath: string; readonly?: boolean }[];
-  env?: Record<string, string>;
-  resources?: { requests?: Record<string, unknown>; limits?: Record<string, unknown> };
+interface Mount {
+  name: string;
+  path: string;
+  readOnly: boolean;
 }
 
 interface PodShape {
   name: string;
   image: string;
   command: string[];
-  section: ComponentSection;
+  env: Record<string, string>;
+  resources: ComponentResources;
   defaults: { cpu: string; memory: string };
-  mounts: { name: string; mountPath: string; readOnly: boolean; hostPath: string }[];
+  mounts: Mount[];
+  extraVolumes: ExtraVolume[];
   probes: Record<string, unknown>;
-  runAs: number;
-  capabilities: Record<string, string[]>;
+  uid: number;
+  capabilities: { add?: string[]; drop: string[] };
   annotations: Record<string, string>;
 }
 
-export function apiServerPod(cfg: MachineConfig, v: PodVersions): PodManifest {
+export function apiServerPod(spec: APIServerConfigSpec, v: PodVersions): PodManifest {
   return pod({
     name: APISERVER_ID,
-    image: cfg.cluster?.apiServer?.image || `${KUBE_APISERVER_IMAGE}:v${DEFAULT_KUBERNETES_VERSION}`,
-    command: apiServerArgs(cfg),
-    section: cfg.cluster?.apiServer ?? {},
+    image: spec.image,
+    command: apiServerArgs(spec),
+    env: spec.environmentVariables,
+    resources: spec.resources,
     defaults: { cpu: "200m", memory: "512Mi" },
     mounts: [
-      { name: "secrets", mountPath: APISERVER_SECRETS, readOnly: true, hostPath: APISERVER_SECRETS },
-      { name: "config", mountPath: APISERVER_CONFIG, readOnly: true, hostPath: APISERVER_CONFIG },
-      { name: "audit", mountPath: AUDIT_LOG_DIR, readOnly: false, hostPath: AUDIT_LOG_DIR },
+      { name: "secrets", path: APISERVER_SECRETS, readOnly: true },
+      { name: "config", path: APISERVER_CONFIG, readOnly: true },
+      { name: "audit", path: AUDIT_LOG_DIR, readOnly: false },
     ],
-    // Startup probes are opt-in upstream; the API server is probed by the kubelet's own readiness logic.
+    extraVolumes: spec.extraVolumes,
     probes: {},
-    runAs: 65534,
-    capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] },
+    uid: APISERVER_UID,
+    // The kube-apiserver binary carries cap_net_bind_service=+ep, which makes the capability a hard requirement.
+    capabilities: { add: ["NET_BIND_SERVICE"], drop: ["ALL"] },
     annotations: {
-      "talos.dev/secrets-version": v.secrets,
-      "talos.dev/config-file-version": v.configFile ?? v.config,
-      "talos.dev/config-version": v.config,
+      [ANNOTATION_SECRETS_VERSION]: v.secrets,
+      [ANNOTATION_CONFIG_FILE_VERSION]: v.configFile,
+      [ANNOTATION_CONFIG_VERSION]: v.config,
     },
   });
 }
 
-export function controllerManagerPod(cfg: MachineConfig, v: PodVersions): PodManifest {
-  const probe = httpsProbe("/healthz", 10257);
+export function controllerManagerPod(spec: ControllerManagerConfigSpec, v: PodVersions): PodManifest {
+  const get = httpsGet("/healthz", 10257);
   return pod({
     name: CONTROLLER_MANAGER_ID,
-    image: cfg.cluster?.controllerManager?.image || `${KUBE_CONTROLLER_MANAGER_IMAGE}:v${DEFAULT_KUBERNETES_VERSION}`,
-    command: controllerManagerArgs(cfg),
-    section: cfg.cluster?.controllerManager ?? {},
+    image: spec.image,
+    command: controllerManagerArgs(spec),
+    env: spec.environmentVariables,
+    resources: spec.resources,
     defaults: { cpu: "50m", memory: "256Mi" },
-    mounts: [{ name: "secrets", mountPath: CONTROLLER_MANAGER_SECRETS, readOnly: true, hostPath: CONTROLLER_MANAGER_SECRETS }],
+    mounts: [{ name: "secrets", path: CONTROLLER_MANAGER_SECRETS, readOnly: true }],
+    extraVolumes: spec.extraVolumes,
     probes: {
-      startupProbe: { ...probe, periodSeconds: 5, failureThreshold: 12, timeoutSeconds: 15 },
-      livenessProbe: { ...probe, timeoutSeconds: 15 },
+      // 60 s to come up.
+      startupProbe: { httpGet: get, periodSeconds: 5, failureThreshold: 12 },
+      livenessProbe: { httpGet: get, timeoutSeconds: 15 },
     },
-    runAs: 65535,
+    uid: CONTROLLER_MANAGER_UID,
     capabilities: { drop: ["ALL"] },
-    annotations: { "talos.dev/secrets-version": v.secrets, "talos.dev/config-version": v.config },
+    annotations: { [ANNOTATION_SECRETS_VERSION]: v.secrets, [ANNOTATION_CONFIG_VERSION]: v.config },
   });
 }
 
-export function schedulerPod(cfg: MachineConfig, v: PodVersions): PodManifest {
+export function schedulerPod(spec: SchedulerConfigSpec, v: PodVersions): PodManifest {
+  const endpoints = schedulerHealthEndpoints(versionFromImageRef(spec.image));
   return pod({
     name: SCHEDULER_ID,
-    image: cfg.cluster?.scheduler?.image || `${KUBE_SCHEDULER_IMAGE}:v${DEFAULT_KUBERNETES_VERSION}`,
-    command: schedulerArgs(cfg),
-    section: cfg.cluster?.scheduler ?? {},
+    image: spec.image,
+    command: schedulerArgs(spec),
+    env: spec.environmentVariables,
+    resources: spec.resources,
     defaults: { cpu: "10m", memory: "64Mi" },
     mounts: [
-      { name: "secrets", mountPath: SCHEDULER_SECRETS, readOnly: true, hostPath: SCHEDULER_SECRETS },
-      { name: "config", mountPath: SCHEDULER_CONFIG, readOnly: true, hostPath: SCHEDULER_CONFIG },
+      { name: "secrets", path: SCHEDULER_SECRETS, readOnly: true },
+      { name: "config", path: SCHEDULER_CONFIG, readOnly: true },
     ],
+    extraVolumes: spec.extraVolumes,
     probes: {
-      livenessProbe: { ...httpsProbe("/livez", 10259), timeoutSeconds: 15 },
-      readinessProbe: { ...httpsProbe("/readyz", 10259), timeoutSeconds: 15 },
-      startupProbe: { ...httpsProbe("/livez", 10259), periodSeconds: 5, failureThreshold: 12, timeoutSeconds: 15 },
+      startupProbe: { httpGet: httpsGet(endpoints.startup, 10259) },
+      livenessProbe: { httpGet: httpsGet(endpoints.liveness, 10259) },
+      readinessProbe: { httpGet: httpsGet(endpoints.readiness, 10259) },
     },
-    runAs: 65536,
+    uid: SCHEDULER_UID,
     capabilities: { drop: ["ALL"] },
-    annotations: { "talos.dev/secrets-version": v.secrets, "talos.dev/config-version": v.config },
+    annotations: { [ANNOTATION_SECRETS_VERSION]: v.secrets, [ANNOTATION_CONFIG_VERSION]: v.config },
   });
 }
 
-function httpsProbe(path: string, port: number) {
-  return { httpGet: { path, host: "localhost", port, scheme: "HTTPS" } };
+function httpsGet(path: string, port: number) {
+  return { path, port, host: "localhost", scheme: "HTTPS" };
 }
 
-/** `registry.k8s.io/kube-apiserver:v1.37.0` → `1.37.0` (what the version label carries). */
-function imageVersion(image: string): string {
-  const tag = image.includes("@") ? "" : (image.split("/").pop()?.split(":")[1] ?? "");
-  return tag.replace(/^v/, "");
-}
-
-/** Extra volume names are derived from the mount path, as upstream does. */
-function volumeName(mountPath: string): string {
-  return mountPath.replace(/[/_.]/g, "-").replace(/^-+|-+$/g, "");
+/** requests (defaults for what is unset) and limits, each checked as a quantity; the error names the value. */
+function podResources(r: ComponentResources, defaults: { cpu: string; memory: string }): { limits?: Record<string, string>; requests: Record<string, string> } {
+  const check = (value: string, what: string) => {
+    try {
+      quantityValue(value);
+    } catch (err) {
+      throw new Error(`error parsing ${what}: ${(err as Error).message}`);
+    }
+    return value;
+  };
+  const requests = {
+    cpu: r.requests.cpu ? check(r.requests.cpu, "CPU request") : defaults.cpu,
+    memory: r.requests.memory ? check(r.requests.memory, "memory request") : defaults.memory,
+  };
+  const limits: Record<string, string> = {};
+  if (r.limits.cpu) limits.cpu = check(r.limits.cpu, "CPU limit");
+  if (r.limits.memory) limits.memory = check(r.limits.memory, "memory limit");
+  return Object.keys(limits).length > 0 ? { limits, requests } : { requests };
 }
 
 function pod(p: PodShape): PodManifest {
-  const extra = (p.section.extraVolumes ?? []).map((v) => ({
-    name: volumeName(v.mountPath),
-    mountPath: v.mountPath,
-    readOnly: v.readonly ?? false,
-    hostPath: v.hostPath,
-  }));
-  const requests = { cpu: String(p.section.resources?.requests?.cpu ?? p.defaults.cpu), memory: String(p.section.resources?.requests?.memory ?? p.defaults.memory) };
-  const limits = Object.fromEntries(
-    ["cpu", "memory"].filter((k) => p.section.resources?.limits?.[k] !== undefined).map((k) => [k, String(p.section.resources!.limits![k])]),
-  );
-  const env = [
-    { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
-    ...Object.keys(p.section.env ?? {})
-      .sort()
-      .map((name) => ({ name, value: p.section.env![name] })),
+  const resources = podResources(p.resources, p.defaults);
+  const env: Record<string, unknown>[] = [{ name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } }];
+  // Kubernetes expands $(VAR) references in values; `$$` keeps a user's `$` literal.
+  for (const name of Object.keys(p.env).sort()) env.push({ name, value: p.env[name].replaceAll("$", "$$$$") });
+  const memoryLimit = resources.limits?.memory;
+  if (memoryLimit) {
+    const bytes = quantityValue(memoryLimit);
+    if (bytes > 0) env.push({ name: "GOMEMLIMIT", value: String(Math.floor((bytes * GOMEMLIMIT_PERCENT) / 100)) });
+  }
+  const mounts = [
+    ...p.mounts.map((m) => ({ name: m.name, mountPath: m.path, ...(m.readOnly ? { readOnly: true } : {}) })),
+    ...p.extraVolumes.map((v) => ({ name: v.name, mountPath: v.mountPath, ...(v.readonly ? { readOnly: true } : {}) })),
   ];
-  const writable = [
-    { name: "tmp", mountPath: "/tmp" },
-    { name: "run", mountPath: "/var/run/kubernetes" },
+  const volumes = [
+    ...p.mounts.map((m) => ({ name: m.name, hostPath: { path: m.path } })),
+    ...p.extraVolumes.map((v) => ({ name: v.name, hostPath: { path: v.hostPath } })),
   ];
   return {
     apiVersion: "v1",
@@ -167,14 +192,13 @@ function pod(p: PodShape): PodManifest {
         "k8s-app": p.name,
         component: p.name,
         "app.kubernetes.io/name": p.name,
-        "app.kubernetes.io/version": imageVersion(p.image),
+        "app.kubernetes.io/version": versionString(versionFromImageRef(p.image)),
         "app.kubernetes.io/component": "control-plane",
         "app.kubernetes.io/managed-by": "Talos",
       },
-      creationTimestamp: null,
     },
     spec: {
-      priority: 2000000000,
+      priority: SYSTEM_CRITICAL_PRIORITY,
       priorityClassName: "system-cluster-critical",
       containers: [
         {
@@ -182,30 +206,20 @@ function pod(p: PodShape): PodManifest {
           image: p.image,
           command: p.command,
           env,
-          volumeMounts: [
-            ...p.mounts.map((m) => ({ name: m.name, mountPath: m.mountPath, ...(m.readOnly ? { readOnly: true } : {}) })),
-            ...writable,
-            ...extra.map((m) => ({ name: m.name, mountPath: m.mountPath, ...(m.readOnly ? { readOnly: true } : {}) })),
-          ],
+          volumeMounts: mounts,
           ...p.probes,
-          resources: Object.keys(limits).length > 0 ? { requests, limits } : { requests },
+          resources,
           securityContext: {
             allowPrivilegeEscalation: false,
-            readOnlyRootFilesystem: true,
             capabilities: p.capabilities,
             seccompProfile: { type: "RuntimeDefault" },
           },
         },
       ],
       hostNetwork: true,
-      securityContext: { runAsNonRoot: true, runAsUser: p.runAs, runAsGroup: p.runAs },
-      volumes: [
-        ...p.mounts.map((m) => ({ name: m.name, hostPath: { path: m.hostPath } })),
-        ...writable.map((w) => ({ name: w.name, emptyDir: { medium: "Memory" } })),
-        ...extra.map((m) => ({ name: m.name, hostPath: { path: m.hostPath } })),
-      ],
+      securityContext: { runAsNonRoot: true, runAsUser: p.uid, runAsGroup: p.uid },
+      volumes,
     },
     status: {},
   };
 }
-

@@ -27,8 +27,16 @@ export function issuedAnnotations(inputs: string, renewAfterMs: number, now = Da
   return { [INPUTS_ANNOTATION]: inputs, [RENEW_ANNOTATION]: new Date(now + renewAfterMs).toISOString() };
 }
 
+/** Timers fire at once beyond 2^31-1 ms (~24.8 days): a longer wait is cut to that, and the reconcile then looks again. */
+export const MAX_REQUEUE_MS = 2_147_483_647;
+
+/** A requeue delay a timer can hold. */
+export function requeueAfter(ms: number): number {
+  return Math.min(Math.max(0, ms), MAX_REQUEUE_MS);
+}
+
 /** How long until the existing output is due for renewal (for requeueAfterMs). */
 export function msUntilRenewal(existing: Resource | undefined, now = Date.now()): number | undefined {
   const renewAt = Date.parse(existing?.metadata.annotations[RENEW_ANNOTATION] ?? "");
-  return Number.isFinite(renewAt) ? Math.max(0, renewAt - now) : undefined;
+  return Number.isFinite(renewAt) ? requeueAfter(renewAt - now) : undefined;
 }

@@ -1,14 +1,13 @@
 /** k8s controllers: Nodename, KubeletConfig, KubeletSpec, control plane StaticPods; plus the args merge rules. */
 import { describe, expect, it } from "vitest";
-import { K8S_NS, KubeletConfigType, KubeletSpecType, NodenameType, StaticPodType, type KubeletConfigSpec, type KubeletSpecSpec, type NodenameSpec } from "../../../src/machinery/resources/types/k8s.js";
-import { RUNTIME_NS, ServiceType } from "../../../src/machinery/resources/types/runtime.js";
+import { K8S_NS, KubeletConfigType, KubeletSpecType, NodenameType, type KubeletConfigSpec, type KubeletSpecSpec, type NodenameSpec } from "../../../src/machinery/resources/types/k8s.js";
 import { InMemoryState } from "../../../src/state/inmem.js";
 import { args, mergeArgs, renderArgs } from "../../../src/machinery/kubernetes/args.js";
 import { kubeletConfigController } from "../../../src/controllers/k8s/kubelet-config.js";
 import { kubeletSpecController } from "../../../src/controllers/k8s/kubelet-spec.js";
 import { nodenameController, nodenameFromHostname } from "../../../src/controllers/k8s/nodename.js";
 import { dnsServiceAddrs } from "../../../src/machinery/kubernetes/network.js";
-import { controlPlaneStaticPodController } from "../../../src/controllers/k8s/static-pods.js";
+import { StaticPodServerStatusType } from "../../../src/machinery/resources/types/k8s-controlplane.js";
 import { controlPlaneConfig, eventually, publishConfig, put, settle, spec, startRuntime } from "../runtime/harness.js";
 
 const KUBELET = `  kubelet:
@@ -64,8 +63,12 @@ describe("k8s.NodenameController", () => {
 describe("k8s.KubeletConfigController + k8s.KubeletSpecController", () => {
   it("derive the kubelet config and spec from machine.kubelet, node name, addresses and machine type", async () => {
     const s = new InMemoryState();
-    startRuntime(s, [kubeletConfigController({ staticPodListURL: () => "http://127.0.0.1:1234" }), kubeletSpecController()]);
+    startRuntime(s, [kubeletConfigController(), kubeletSpecController()]);
     publishConfig(s, controlPlaneConfig({ machineExtra: KUBELET }));
+    // Like upstream, nothing until the static pod server says where it listens.
+    await settle();
+    expect(spec(s, K8S_NS, KubeletConfigType.type, "kubelet")).toBeUndefined();
+    put(s, K8S_NS, StaticPodServerStatusType.type, "static-pod-server-status", { url: "http://127.0.0.1:1234" }, "k8s.StaticPodServerController");
     await eventually(() => !!spec(s, K8S_NS, KubeletConfigType.type, "kubelet"), 2000, "kubelet config");
     const kc = spec<KubeletConfigSpec>(s, K8S_NS, KubeletConfigType.type, "kubelet")!;
     expect(kc).toMatchObject({
@@ -114,6 +117,7 @@ describe("k8s.KubeletConfigController + k8s.KubeletSpecController", () => {
   it("refuses protected kubelet configuration fields and denied flags (the reconcile fails, with the reason)", async () => {
     const s = new InMemoryState();
     const rt = startRuntime(s, [kubeletConfigController(), kubeletSpecController()]);
+    put(s, K8S_NS, StaticPodServerStatusType.type, "static-pod-server-status", { url: "http://127.0.0.1:1234" }, "k8s.StaticPodServerController");
     put(s, K8S_NS, NodenameType.type, "nodename", { nodename: "node-1", hostnameVersion: "1", skipNodeRegistration: false });
     publishConfig(s, controlPlaneConfig({ machineExtra: "  kubelet:\n    extraConfig:\n      port: 1\n" }));
     await eventually(() => (rt.status("k8s.KubeletSpecController")?.consecutiveFailures ?? 0) > 0, 2000, "failure");
@@ -128,52 +132,5 @@ describe("k8s.KubeletConfigController + k8s.KubeletSpecController", () => {
     publishConfig(s, controlPlaneConfig());
     await settle();
     expect(s.list(K8S_NS, KubeletConfigType.type)).toEqual([]);
-  });
-});
-
-describe("k8s.ControlPlaneStaticPodController", () => {
-  const pods = (s: InMemoryState) => s.list(K8S_NS, StaticPodType.type).map((r) => r.metadata.id);
-
-  it("renders the three control plane pods once etcd is healthy, and removes them when it is not", async () => {
-    const s = new InMemoryState();
-    startRuntime(s, [controlPlaneStaticPodController()]);
-    publishConfig(
-      s,
-      controlPlaneConfig({
-        clusterExtra: "  apiServer:\n    image: registry.k8s.io/kube-apiserver:v1.35.0\n    extraArgs:\n      enable-admission-plugins: PodSecurity\n    extraVolumes:\n      - hostPath: /var/lib/audit\n        mountPath: /etc/audit.d\n        readonly: true\n",
-      }),
-    );
-    await settle();
-    expect(pods(s)).toEqual([]);
-    put(s, RUNTIME_NS, ServiceType.type, "etcd", { running: true, healthy: true, unknown: false });
-    await eventually(() => pods(s).length === 3, 2000, "pods");
-    expect(pods(s)).toEqual(["kube-apiserver", "kube-controller-manager", "kube-scheduler"]);
-    const api = spec<Record<string, any>>(s, K8S_NS, StaticPodType.type, "kube-apiserver")!;
-    expect(api.metadata).toMatchObject({ name: "kube-apiserver", namespace: "kube-system", labels: { "app.kubernetes.io/version": "1.35.0" } });
-    const c = api.spec.containers[0];
-    expect(c.image).toBe("registry.k8s.io/kube-apiserver:v1.35.0");
-    expect(c.command[0]).toBe("/usr/local/bin/kube-apiserver");
-    expect(c.command).toContain("--enable-admission-plugins=NodeRestriction,PodSecurity");
-    expect(c.command).toContain("--etcd-servers=https://127.0.0.1:2379");
-    expect(c.command).toContain("--tls-cert-file=/system/secrets/kubernetes/kube-apiserver/apiserver.crt");
-    expect(c.command).toContain("--service-account-issuer=https://10.5.0.2:6443");
-    expect(c.volumeMounts).toContainEqual({ name: "etc-audit-d", mountPath: "/etc/audit.d", readOnly: true });
-    expect(api.spec.volumes).toContainEqual({ name: "etc-audit-d", hostPath: { path: "/var/lib/audit" } });
-    const cm = spec<Record<string, any>>(s, K8S_NS, StaticPodType.type, "kube-controller-manager")!;
-    expect(cm.spec.containers[0].command).toContain("--cluster-cidr=10.244.0.0/16");
-
-    put(s, RUNTIME_NS, ServiceType.type, "etcd", { running: true, healthy: false, unknown: false });
-    await eventually(() => pods(s).length === 0, 2000, "pods removed");
-  });
-
-  it("renders nothing on workers; honours disabled components", async () => {
-    const s = new InMemoryState();
-    startRuntime(s, [controlPlaneStaticPodController({ skipEtcdWait: true })]);
-    publishConfig(s, controlPlaneConfig({ type: "worker" }));
-    await settle();
-    expect(pods(s)).toEqual([]);
-    publishConfig(s, controlPlaneConfig({ machineExtra: "  controlPlane:\n    scheduler:\n      disabled: true" }));
-    await eventually(() => pods(s).length === 2, 2000, "two pods");
-    expect(pods(s)).toEqual(["kube-apiserver", "kube-controller-manager"]);
   });
 });

