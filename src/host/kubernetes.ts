@@ -59,6 +59,8 @@ export interface KubernetesClient {
   create(obj: KubeObject, signal?: AbortSignal): Promise<KubeObject>;
   /** Replace; with `metadata.resourceVersion` set, a concurrent change makes it fail with 409 Conflict. */
   update(obj: KubeObject, signal?: AbortSignal): Promise<KubeObject>;
+  /** Deletes the object; false when it did not exist. */
+  delete(key: ObjectKey, signal?: AbortSignal): Promise<boolean>;
   /** Releases the connections. */
   close(): Promise<void>;
 }
@@ -120,6 +122,17 @@ class HttpKubernetesClient implements KubernetesClient {
 
   async update(obj: KubeObject, signal?: AbortSignal): Promise<KubeObject> {
     return (await this.request("PUT", await this.objectPath(keyOf(obj), true, signal), obj, signal)) as KubeObject;
+  }
+
+  async delete(key: ObjectKey, signal?: AbortSignal): Promise<boolean> {
+    const path = await this.objectPath(key, true, signal);
+    try {
+      await this.request("DELETE", path, undefined, signal);
+      return true;
+    } catch (e) {
+      if (e instanceof KubernetesApiError && e.status === 404) return false;
+      throw e;
+    }
   }
 
   async close(): Promise<void> {
