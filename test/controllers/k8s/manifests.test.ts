@@ -4,6 +4,8 @@
  * (ordering, inventory, skip/adopt rules, error collection and retries) → ManifestStatus.
  */
 import { createServer, type Server } from "node:http";
+import { fromBinary, toJson } from "@bufbuild/protobuf";
+import { BootstrapManifestsConfigSpecSchema, ManifestSpecSchema } from "../../../src/machinery/api/gen/resource/definitions/k8s/k8s_pb.js";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { KubernetesApiError, KubernetesConnectionError, type KubeObject } from "../../../src/host/kubernetes.js";
@@ -188,9 +190,18 @@ describe("Manifest resource encodings", () => {
     const yaml = ManifestType.toYaml!({ items: [{ kind: "ConfigMap", apiVersion: "v1", metadata: { namespace: "x", name: "a" }, data: { b: "1", a: "2" } }] });
     // yaml.v3's layout: 4-space mappings, even inside a sequence item.
     expect(yaml).toBe('- apiVersion: v1\n  data:\n      a: "2"\n      b: "1"\n  kind: ConfigMap\n  metadata:\n      name: a\n      namespace: x\n');
-    expect(ManifestType.toProto({ items: [{ kind: "ConfigMap", apiVersion: "v1", spec: { replicas: 2 } }] }).length).toBeGreaterThan(20);
-    expect(BootstrapManifestsConfigType.toYaml!(bootstrapManifestsConfigSpec(cfg()))).toMatch(/^string: https:\/\/10\.5\.0\.2:6443\nclusterDomain: cluster\.local\n/);
-    expect(BootstrapManifestsConfigType.toProto(bootstrapManifestsConfigSpec(cfg())).length).toBeGreaterThan(100);
+    const items = [{ kind: "ConfigMap", apiVersion: "v1", spec: { replicas: 2, list: ["a", { b: true }] } }];
+    expect(toJson(ManifestSpecSchema, fromBinary(ManifestSpecSchema, ManifestType.toProto({ items })))).toEqual({ items: [{ object: items[0] }] });
+    const b = bootstrapManifestsConfigSpec(cfg({ machineExtra: PRISM }));
+    expect(BootstrapManifestsConfigType.toYaml!(b)).toMatch(/^string: https:\/\/127\.0\.0\.1:7445\nclusterDomain: cluster\.local\npodCIDRs:\n {4}- 10\.244\.0\.0\/16\n/);
+    expect(toJson(BootstrapManifestsConfigSpecSchema, fromBinary(BootstrapManifestsConfigSpecSchema, BootstrapManifestsConfigType.toProto(b)))).toMatchObject({
+      server: "https://127.0.0.1:7445",
+      podCidRs: ["10.244.0.0/16"],
+      coreDnsEnabled: true,
+      dnsServiceIp: "10.96.0.10",
+      flannelKubeServicePort: "7445",
+      cniName: "flannel",
+    });
   });
 });
 
