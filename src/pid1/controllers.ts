@@ -31,6 +31,7 @@ import { CRI_REGISTRY_HOSTS, ETCD_DATA, ETCD_PKI, ETCD_RECOVERY_SNAPSHOT, SYSTEM
 import { readSpec } from "../machinery/resources/read.js";
 import { ETCD_ID, EtcdSpecType } from "../machinery/resources/types/etcd.js";
 import { KUBELET_KERNEL_DEFAULTS } from "../machinery/resources/types/kernel.js";
+import { kubernetesManifestControllers } from "../controllers/k8s/manifest-controllers.js";
 import type { UnmetCondition } from "../machinery/resources/types/runtime.js";
 import { Ctr, CRI_CONTAINERD_PATHS, SYSTEM_CONTAINERD_PATHS, type ContainerdServiceOptions, type EtcdServiceOptions, type ServiceHost } from "../supervisor/index.js";
 
@@ -92,6 +93,7 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
     etcdConfigController(),
     etcdSpecController(),
     ...kubernetesControlPlaneControllers({ root: w.kubernetesRoot }),
+    ...kubernetesManifestControllers(),
   ];
   if (w.services) all.push(apiServiceController({ services: w.services, endpoint: () => w.apiEndpoint?.() }));
   const k = w.kubernetes;

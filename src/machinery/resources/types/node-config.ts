@@ -68,20 +68,7 @@ export const SiderolinkConfigType = defineType<SiderolinkConfigSpec>({
   keys: ["apiEndpoint", "host", "joinToken", "insecure", "tunnel"],
 });
 
-/** A rendered bootstrap manifest: its Kubernetes objects, in order. */
-export interface ManifestSpec {
-  items: Record<string, unknown>[];
-}
-
-export const ManifestType: ResourceType<ManifestSpec> = {
-  type: "Manifests.kubernetes.talos.dev",
-  defaultNamespace: "controlplane",
-  // Upstream's YAML spec is the list of objects itself (maps, so keys sorted).
-  toYaml: (s) => specToYaml(s.items.map(sortKeysDeep)),
-  toProto: (s) => specToProto(ManifestSpecSchema, { items: s.items.map((o) => ({ object: o })) }),
-};
-
-export const NODE_CONFIG_TYPES = [EtcFileStatusType, ImageCacheConfigType, SiderolinkConfigType, ManifestType] as ResourceType[];
+export const NODE_CONFIG_TYPES = [EtcFileStatusType, ImageCacheConfigType, SiderolinkConfigType] as ResourceType[];
 
 /** The namespaces these types add, with upstream's descriptions. */
 export const EXTRA_NAMESPACES: [string, string][] = [
