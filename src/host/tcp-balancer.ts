@@ -151,7 +151,7 @@ export class TcpBalancer implements LoadBalancer {
       };
       const t = setTimeout(() => done(false), this.opts.healthTimeoutMs);
       s.once("connect", () => done(true));
-      s.once("error", () => done(false));
+      s.on("error", () => done(false));
     });
   }
 
@@ -181,9 +181,9 @@ export class TcpBalancer implements LoadBalancer {
       client.destroy();
       upstream.destroy();
     };
-    client.once("error", teardown);
+    client.on("error", teardown);
     client.once("close", teardown);
-    upstream.once("error", () => {
+    upstream.on("error", () => {
       if (!connected) this.list.down(address);
       teardown();
     });

@@ -18,6 +18,7 @@ import { etcdConfigController } from "../controllers/etcd/config.js";
 import { etcdSpecController } from "../controllers/etcd/spec.js";
 import { etcdServiceController } from "../controllers/etcd/service.js";
 import { containerdServiceController } from "../controllers/runtime/containerd-service.js";
+import { kubernetesStatusControllers } from "../controllers/k8s/status-controllers.js";
 import type { UnmetCondition } from "../machinery/resources/types/runtime.js";
 import type { ContainerdServiceOptions, EtcdServiceOptions, ServiceHost } from "../supervisor/index.js";
 
@@ -63,6 +64,7 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
     etcdCertsController(),
     etcdConfigController(),
     etcdSpecController(),
+    ...kubernetesStatusControllers(),
   ];
   if (w.services) {
     const containerd = w.serviceOptions?.containerd;

@@ -15,6 +15,7 @@ import type { State } from "../state/types.js";
 import { registerNetworkTypes } from "../machinery/resources/types/network.js";
 import { registerCoreTypes } from "../machinery/resources/types/cluster.js";
 import { SECRETS_TYPES } from "../machinery/resources/types/secrets.js";
+import { K8S_STATUS_TYPES } from "../machinery/resources/types/k8s-status.js";
 
 const NAMESPACES: [string, string][] = [
   ["meta", "Metadata namespace which contains resource and namespace definitions."],
@@ -38,6 +39,7 @@ export function buildRegistry(): TypeRegistry {
   registerNetworkTypes(r);
   registerCoreTypes(r);
   for (const t of SECRETS_TYPES) r.register(t);
+  for (const t of K8S_STATUS_TYPES) r.register(t);
   return r;
 }
 

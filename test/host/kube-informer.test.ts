@@ -31,7 +31,7 @@ describe("MemoryKubeApi", () => {
     expect(dns.items.map((p) => p.metadata?.name)).toEqual(["p1"]);
     expect((await api.list(PODS, { labelSelector: "k8s-app=kube-dns" })).items.map((p) => p.metadata?.namespace)).toEqual(["kube-system", "default"]);
     const v1 = Number(dns.items[0].metadata?.resourceVersion);
-    const v2 = Number(api.put(PODS, { metadata: { name: "p1", namespace: "kube-system" } }).metadata?.resourceVersion);
+    const v2 = Number(api.put<PodObject>(PODS, { metadata: { name: "p1", namespace: "kube-system" } }).metadata?.resourceVersion);
     expect(v2).toBeGreaterThan(v1);
     api.down(new Error("apiserver is down"));
     await expect(api.list(NODES)).rejects.toThrow("apiserver is down");
