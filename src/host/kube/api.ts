@@ -106,7 +106,8 @@ class HttpKubeApi implements KubeApi {
   private readonly http = new IsomorphicFetchHttpLibrary();
   /** Resolved once: client-node makes a new connection pool per authentication, so every request shares this one. */
   private auth?: Promise<Auth>;
-  private readonly closing = new AbortController();
+  private readonly inflight = new Set<AbortController>();
+  private closed = false;
 
   constructor(
     private readonly kc: KubeConfig,
@@ -116,11 +117,12 @@ class HttpKubeApi implements KubeApi {
 
   async list<T extends KubeObject>(kind: KubeKind, opts: ListOptions = {}, signal?: AbortSignal): Promise<KubeList<T>> {
     const url = this.url(kind, opts, {});
-    const res = await this.send(url, this.timeoutMs, signal);
-    const text = await this.body(url, res, signal);
-    if (res.httpStatusCode !== 200) throw statusError(res.httpStatusCode, text);
-    const list = JSON.parse(text) as { items?: T[]; metadata?: { resourceVersion?: string } };
-    return { items: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? "" };
+    return this.request(url, this.timeoutMs, signal, async (res, text) => {
+      const body = await text();
+      if (res.httpStatusCode !== 200) throw statusError(res.httpStatusCode, body);
+      const list = JSON.parse(body) as { items?: T[]; metadata?: { resourceVersion?: string } };
+      return { items: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? "" };
+    });
   }
 
   async watch<T extends KubeObject>(kind: KubeKind, opts: WatchOptions, onEvent: (e: WatchEvent<T>) => void, signal?: AbortSignal): Promise<void> {
@@ -132,39 +134,42 @@ class HttpKubeApi implements KubeApi {
       timeoutSeconds: String(timeoutSeconds),
     });
     // The server ends the watch itself; the local limit only catches a server that went silent.
-    const res = await this.send(url, (timeoutSeconds + 30) * 1000, signal);
-    if (res.httpStatusCode !== 200) throw statusError(res.httpStatusCode, await this.body(url, res, signal));
-    const stream = res.body.stream() as ReadableStream<Uint8Array> | null | undefined;
-    if (!stream) return;
-    const reader = stream.getReader();
-    const decoder = new TextDecoder();
-    let buf = "";
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        buf += decoder.decode(value, { stream: true });
-        let nl: number;
-        while ((nl = buf.indexOf("\n")) >= 0) {
-          const line = buf.slice(0, nl).trim();
-          buf = buf.slice(nl + 1);
-          if (line === "") continue;
-          const e = JSON.parse(line) as { type: string; object: KubeObject & { code?: number; reason?: string; message?: string } };
-          if (e.type === "ERROR") throw new KubeApiError(e.object.code ?? 500, e.object.reason ?? "", e.object.message ?? "watch error");
-          onEvent(e as WatchEvent<T>);
+    await this.request(url, (timeoutSeconds + 30) * 1000, signal, async (res, text, ended) => {
+      if (res.httpStatusCode !== 200) throw statusError(res.httpStatusCode, await text());
+      const stream = res.body.stream() as ReadableStream<Uint8Array> | null | undefined;
+      if (!stream) return;
+      const reader = stream.getReader();
+      const decoder = new TextDecoder();
+      let buf = "";
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          buf += decoder.decode(value, { stream: true });
+          let nl: number;
+          while ((nl = buf.indexOf("\n")) >= 0) {
+            const line = buf.slice(0, nl).trim();
+            buf = buf.slice(nl + 1);
+            if (line === "") continue;
+            const e = JSON.parse(line) as { type: string; object: KubeObject & { code?: number; reason?: string; message?: string } };
+            if (e.type === "ERROR") throw new KubeApiError(e.object.code ?? 500, e.object.reason ?? "", e.object.message ?? "watch error");
+            onEvent(e as WatchEvent<T>);
+          }
         }
+      } catch (e) {
+        if (e instanceof KubeApiError || e instanceof SyntaxError) throw e;
+        // Stopped by the caller or by close(): the watch just ends.
+        if (ended()) return;
+        throw connectionError("GET", url, e);
+      } finally {
+        reader.cancel().catch(() => {});
       }
-    } catch (e) {
-      if (e instanceof KubeApiError || e instanceof SyntaxError) throw e;
-      if (signal?.aborted || this.closing.signal.aborted) return;
-      throw connectionError("GET", url, e);
-    } finally {
-      reader.cancel().catch(() => {});
-    }
+    });
   }
 
   async close(): Promise<void> {
-    this.closing.abort();
+    this.closed = true;
+    for (const ac of this.inflight) ac.abort(new Error("client is closed"));
     const auth = await this.auth?.catch(() => undefined);
     await (auth?.dispatcher as { destroy?: () => Promise<void> } | undefined)?.destroy?.();
   }
@@ -178,34 +183,62 @@ class HttpKubeApi implements KubeApi {
     return `${this.server}${collectionPath(kind, opts.namespace)}${qs ? `?${qs}` : ""}`;
   }
 
-  private async send(url: string, timeoutMs: number, signal?: AbortSignal): Promise<ResponseContext> {
-    if (this.closing.signal.aborted) throw new Error(`Get ${JSON.stringify(url)}: client is closed`);
+  /**
+   * One request from sending to the end of reading its body (`use`): aborted by the caller's signal, by the time
+   * limit, or by close(). Each request has its own controller, so nothing accumulates on a long-lived client.
+   */
+  private async request<R>(
+    url: string,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    use: (res: ResponseContext, text: () => Promise<string>, ended: () => boolean) => Promise<R>,
+  ): Promise<R> {
+    if (this.closed) throw new Error(`Get ${JSON.stringify(url)}: client is closed`);
+    if (signal?.aborted) throw signal.reason ?? new Error("aborted");
     this.auth ??= (async () => {
       const probe = new RequestContext(this.server, HttpMethod.GET);
       await this.kc.applySecurityAuthentication(probe);
       return { headers: probe.getHeaders(), dispatcher: probe.getDispatcher() };
     })();
     const auth = await this.auth;
-    const ctx = new RequestContext(url, HttpMethod.GET);
-    for (const [k, v] of Object.entries(auth.headers)) ctx.setHeaderParam(k, v);
-    if (auth.dispatcher) ctx.setDispatcher(auth.dispatcher);
-    ctx.setHeaderParam("Accept", "application/json");
-    const timeout = AbortSignal.timeout(timeoutMs);
-    ctx.setSignal(AbortSignal.any([timeout, this.closing.signal, ...(signal ? [signal] : [])]));
-    try {
-      return await this.http.send(ctx).toPromise();
-    } catch (e) {
+    const ac = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      ac.abort(new Error("context deadline exceeded"));
+    }, timeoutMs);
+    const onAbort = () => ac.abort(signal?.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    this.inflight.add(ac);
+    const ended = () => !timedOut && ac.signal.aborted;
+    const fail = (e: unknown): never => {
       if (signal?.aborted) throw signal.reason ?? e;
-      throw connectionError("GET", url, timeout.aborted ? new Error("context deadline exceeded") : e);
-    }
-  }
-
-  private async body(url: string, res: ResponseContext, signal?: AbortSignal): Promise<string> {
+      throw connectionError("GET", url, timedOut ? new Error("context deadline exceeded") : e);
+    };
     try {
-      return await res.body.text();
-    } catch (e) {
-      if (signal?.aborted) throw signal.reason ?? e;
-      throw connectionError("GET", url, e);
+      const ctx = new RequestContext(url, HttpMethod.GET);
+      for (const [k, v] of Object.entries(auth.headers)) ctx.setHeaderParam(k, v);
+      if (auth.dispatcher) ctx.setDispatcher(auth.dispatcher);
+      ctx.setHeaderParam("Accept", "application/json");
+      ctx.setSignal(ac.signal);
+      let res: ResponseContext;
+      try {
+        res = await this.http.send(ctx).toPromise();
+      } catch (e) {
+        return fail(e);
+      }
+      const text = async () => {
+        try {
+          return await res.body.text();
+        } catch (e) {
+          return fail(e);
+        }
+      };
+      return await use(res, text, ended);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      this.inflight.delete(ac);
     }
   }
 }

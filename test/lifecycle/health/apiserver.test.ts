@@ -17,6 +17,7 @@ import { SkipCheck } from "../../../src/lifecycle/health/wait.js";
 import { K8S_NS, KubeletConfigType, NodenameType, NodeStatusType, type NodeStatusSpec } from "../../../src/machinery/resources/types/k8s.js";
 import { CONTROLPLANE_NS, EndpointType } from "../../../src/machinery/resources/types/k8s-status.js";
 import { KubernetesCertsType, SECRETS_NS } from "../../../src/machinery/resources/types/secrets.js";
+import { ExtKeyUsage, issueLeaf } from "../../../src/machinery/pki/index.js";
 import { InMemoryState } from "../../../src/state/inmem.js";
 import { controlPlaneConfig, eventually, publishConfig, put, spec, startRuntime } from "../../controllers/runtime/harness.js";
 import { apiServerBinaries, startApiServer, type ApiServer } from "../../helpers/kube-apiserver.js";
@@ -90,6 +91,21 @@ describe.skipIf(typeof bin === "string")("against a real kube-apiserver", () => 
       }),
     );
     await expect(one.run("kube-proxy to report ready")).rejects.toThrow('no pods found for namespace "kube-system" and label selector "k8s-app=kube-proxy"');
+
+    // The API's own refusal comes through as the server words it.
+    const nobody = await issueLeaf(apiserver.ca, { subject: { commonName: "nobody" }, extKeyUsage: [ExtKeyUsage.ClientAuth], validityMs: 3_600_000 });
+    const b64 = (t: string) => Buffer.from(t).toString("base64");
+    const weak = kubeApi(
+      apiserver.kubeconfig
+        .replace(/client-certificate-data: .*/, `client-certificate-data: ${b64(nobody.crt)}`)
+        .replace(/client-key-data: .*/, `client-key-data: ${b64(nobody.key)}`),
+    );
+    const forbidden = checksFor([]);
+    const env: KubernetesCheckEnv = { state: forbidden.state, cluster: clusterInfoFromLists([], []), isLocal: () => true, kubernetes: async () => weak };
+    await expect(kubernetesChecks(env)[0].run(new AbortController().signal)).rejects.toThrow(
+      'nodes is forbidden: User "nobody" cannot list resource "nodes" in API group "" at the cluster scope',
+    );
+    await weak.close();
   }, 60_000);
 
   it("NodeStatus and the kube-apiserver Endpoints follow real watches", async () => {
