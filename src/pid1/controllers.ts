@@ -32,6 +32,7 @@ import { readSpec } from "../machinery/resources/read.js";
 import { ETCD_ID, EtcdSpecType } from "../machinery/resources/types/etcd.js";
 import { KUBELET_KERNEL_DEFAULTS } from "../machinery/resources/types/kernel.js";
 import { kubernetesManifestControllers } from "../controllers/k8s/manifest-controllers.js";
+import { kubernetesStatusControllers } from "../controllers/k8s/status-controllers.js";
 import type { UnmetCondition } from "../machinery/resources/types/runtime.js";
 import { Ctr, CRI_CONTAINERD_PATHS, SYSTEM_CONTAINERD_PATHS, type ContainerdServiceOptions, type EtcdServiceOptions, type ServiceHost } from "../supervisor/index.js";
 
@@ -94,6 +95,7 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
     etcdSpecController(),
     ...kubernetesControlPlaneControllers({ root: w.kubernetesRoot }),
     ...kubernetesManifestControllers(),
+    ...kubernetesStatusControllers(),
   ];
   if (w.services) all.push(apiServiceController({ services: w.services, endpoint: () => w.apiEndpoint?.() }));
   const k = w.kubernetes;

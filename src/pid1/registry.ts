@@ -19,6 +19,7 @@ import { KERNEL_TYPES } from "../machinery/resources/types/kernel.js";
 import { registerInventoryTypes } from "../machinery/resources/types/inventory.js";
 import { K8S_CONTROLPLANE_TYPES } from "../machinery/resources/types/k8s-controlplane.js";
 import { K8S_MANIFEST_TYPES } from "../machinery/resources/types/k8s-manifests.js";
+import { K8S_STATUS_TYPES } from "../machinery/resources/types/k8s-status.js";
 
 const NAMESPACES: [string, string][] = [
   ["meta", "Metadata namespace which contains resource and namespace definitions."],
@@ -41,7 +42,7 @@ export function buildRegistry(): TypeRegistry {
   r.register(MachineConfigType).register(MachineTypeType).register(MachineStatusType).register(VersionType).register(ServiceType);
   registerNetworkTypes(r);
   registerCoreTypes(r);
-  for (const t of [...SECRETS_TYPES, ...KERNEL_TYPES, ...K8S_CONTROLPLANE_TYPES, ...K8S_MANIFEST_TYPES]) r.register(t);
+  for (const t of [...SECRETS_TYPES, ...KERNEL_TYPES, ...K8S_CONTROLPLANE_TYPES, ...K8S_MANIFEST_TYPES, ...K8S_STATUS_TYPES]) r.register(t);
   registerInventoryTypes(r);
   return r;
 }

@@ -16,6 +16,12 @@ import { DiagnosticType } from "../../src/machinery/resources/types/security.js"
 import { InMemoryState } from "../../src/state/inmem.js";
 import { ControllerRuntime } from "../../src/state/runtime/index.js";
 import { defaultClusterChecks, iBytes, K8S_CHECK_NAMES, MIN_EPHEMERAL_BYTES, type CheckEnv } from "../../src/lifecycle/health/checks.js";
+import { NO_KUBERNETES } from "../../src/lifecycle/health/kubernetes.js";
+import type { KubeApiFactory, KubeApiOptions } from "../../src/host/kube/api.js";
+import { MemoryKubeApi } from "../../src/host/kube/memory.js";
+import { NODES, PODS } from "../../src/machinery/kubernetes/objects.js";
+import { KubernetesCertsType, SECRETS_NS } from "../../src/machinery/resources/types/secrets.js";
+import { k8sNode, kubernetesNodeState, pod } from "../lifecycle/health/fixture.js";
 import { clusterInfoFromLists, clusterInfoFromMembers } from "../../src/lifecycle/health/nodes.js";
 import { dedupReporter, SkipCheck, waitChecks, type ClusterCheck } from "../../src/lifecycle/health/wait.js";
 import type { ApiDeps } from "../../src/api/deps.js";
@@ -47,7 +53,15 @@ cluster:
       key: Zm9vYmFy
 `;
 
-/** A store where every pre-Kubernetes check passes for the local control plane node. */
+/** A one-node cluster: the local control plane with its three control plane pods. */
+function oneNodeCluster(): MemoryKubeApi {
+  const api = new MemoryKubeApi();
+  api.put(NODES, k8sNode("cp-1", LOCAL, { controlPlane: true }));
+  for (const app of ["kube-apiserver", "kube-controller-manager", "kube-scheduler"]) api.put(PODS, pod(`${app}-cp-1`, app));
+  return api;
+}
+
+/** A store where every check passes for the local control plane node (with oneNodeCluster as its Kubernetes). */
 function healthyState(): InMemoryState {
   const s = new InMemoryState();
   put(s, CONFIG_NS, MachineConfigType.type, "v1alpha1", loadConfig(CONFIG));
@@ -58,15 +72,19 @@ function healthyState(): InMemoryState {
   put(s, "etcd", EtcdMemberType.type, "local", { memberID: "0000000000000001" });
   put(s, RUNTIME_NS, VolumeStatusType.type, "EPHEMERAL", { phase: "ready", type: "directory", location: "/state", size: 100 * GiB });
   put(s, RUNTIME_NS, MachineStatusType.type, "machine", { stage: "running", status: { ready: true, unmetConditions: [] } });
+  kubernetesNodeState(s);
+  put(s, SECRETS_NS, KubernetesCertsType.type, "k8s-certs", { adminKubeconfig: "ADMIN", localhostAdminKubeconfig: "", schedulerKubeconfig: "", controllerManagerKubeconfig: "" });
   return s;
 }
 
 function env(s: InMemoryState, over: Partial<CheckEnv> = {}): CheckEnv {
+  const api = oneNodeCluster();
   return {
     state: s,
     cluster: clusterInfoFromLists([LOCAL], []),
     isLocal: (ip) => ip === LOCAL,
     memTotalKiB: async () => 8 * 1024 * 1024,
+    kubernetes: async () => api,
     ...over,
   };
 }
@@ -117,21 +135,37 @@ describe("waitChecks", () => {
 });
 
 describe("cluster checks on this node's state", () => {
-  it("a healthy control plane passes every pre-Kubernetes check; Kubernetes checks skip with a reason", async () => {
+  const PRE_K8S = [
+    "etcd to be healthy",
+    "etcd members to be consistent across nodes",
+    "etcd members to be control plane nodes",
+    "apid to be ready",
+    "all nodes memory sizes",
+    "all nodes disk sizes",
+    "no diagnostics",
+    "kubelet to be healthy",
+    "all nodes to finish boot sequence",
+  ];
+
+  it("a healthy control plane passes every check, the Kubernetes ones included (no kube-proxy or CoreDNS: skipped as upstream)", async () => {
     const lines: string[] = [];
     await waitChecks(defaultClusterChecks(env(healthyState())), dedupReporter((l) => void lines.push(l)), { deadline: 1000, ...fakeClock() });
     const finals = lines.filter((l) => !l.endsWith(": ..."));
     expect(finals).toEqual([
-      "waiting for etcd to be healthy: OK",
-      "waiting for etcd members to be consistent across nodes: OK",
-      "waiting for etcd members to be control plane nodes: OK",
-      "waiting for apid to be ready: OK",
-      "waiting for all nodes memory sizes: OK",
-      "waiting for all nodes disk sizes: OK",
-      "waiting for no diagnostics: OK",
-      "waiting for kubelet to be healthy: OK",
+      ...PRE_K8S.map((n) => `waiting for ${n}: OK`),
+      ...K8S_CHECK_NAMES.map((n) => `waiting for ${n}: ${n === "kube-proxy to report ready" || n === "coredns to report ready" ? "SKIP" : "OK"}`),
+    ]);
+  });
+
+  it("a node that runs no kubelet skips the kubelet and Kubernetes checks", async () => {
+    const s = healthyState();
+    s.destroy({ namespace: "k8s", type: KubeletConfigType.type, id: "kubelet" }, "");
+    const lines: string[] = [];
+    await waitChecks(defaultClusterChecks(env(s)), dedupReporter((l) => void lines.push(l)), { deadline: 1000, ...fakeClock() });
+    expect(lines.filter((l) => !l.endsWith(": ...")).slice(7)).toEqual([
+      "waiting for kubelet to be healthy: SKIP",
       "waiting for all nodes to finish boot sequence: OK",
-      ...K8S_CHECK_NAMES.map((n) => `waiting for ${n}: SKIP (no Kubernetes API client in machined)`),
+      ...K8S_CHECK_NAMES.map((n) => `waiting for ${n}: SKIP (${NO_KUBERNETES})`),
     ]);
   });
 
@@ -202,9 +236,19 @@ function deps(s: InMemoryState, mode = "metal"): ApiDeps {
 }
 const ctx = { signal: new AbortController().signal } as CallContext;
 
-async function callHealth(s: InMemoryState, req: Parameters<typeof create<typeof HealthCheckRequestSchema>>[1], clock = fakeClock()) {
+/** A client factory over one in-memory cluster that records how it was called and whether the client was closed. */
+function recordingFactory(api: MemoryKubeApi = oneNodeCluster()) {
+  const calls: { kubeconfig: string; opts?: KubeApiOptions }[] = [];
+  const factory: KubeApiFactory = (kubeconfig, opts) => {
+    calls.push({ kubeconfig, opts });
+    return api;
+  };
+  return { api, calls, factory };
+}
+
+async function callHealth(s: InMemoryState, req: Parameters<typeof create<typeof HealthCheckRequestSchema>>[1], clock = fakeClock(), k8s = recordingFactory()) {
   const msgs: string[] = [];
-  const h = healthHandlers(deps(s), { ...clock, memTotalKiB: async () => 8 * 1024 * 1024 });
+  const h = healthHandlers(deps(s), { ...clock, memTotalKiB: async () => 8 * 1024 * 1024, kubeApi: k8s.factory });
   const result = await h
     .HealthCheck(create(HealthCheckRequestSchema, req), async (m: { message: string }) => void msgs.push(m.message), ctx)
     .then(() => undefined, (e: unknown) => e);
@@ -224,12 +268,43 @@ describe("ClusterService.HealthCheck handler", () => {
   it("discovers the nodes from Members, streams the progress and ends OK when healthy", async () => {
     const s = healthyState();
     put(s, "cluster", MemberType.type, "n1", { nodeId: "x", addresses: [LOCAL], hostname: "n1", machineType: "controlplane", operatingSystem: "Talos (v1.14.0)" });
-    const { msgs, error } = await callHealth(s, { waitTimeout: { seconds: 60n, nanos: 0 } });
+    const k8s = recordingFactory();
+    const { msgs, error } = await callHealth(s, { waitTimeout: { seconds: 60n, nanos: 0 } }, fakeClock(), k8s);
     expect(error).toBeUndefined();
     expect(msgs[0]).toBe('discovered nodes: ["10.5.0.2"]');
     expect(msgs[1]).toBe("waiting for etcd to be healthy: ...");
     expect(msgs).toContain("waiting for all nodes to finish boot sequence: OK");
+    expect(msgs).toContain("waiting for all control plane components to be ready: OK");
+    expect(msgs.at(-1)).toBe("waiting for all k8s nodes to report schedulable: OK");
     expect(new Set(msgs).size).toBe(msgs.length);
+    // One client per run, from the admin kubeconfig, closed at the end.
+    expect(k8s.calls).toEqual([{ kubeconfig: "ADMIN", opts: { forceEndpoint: undefined } }]);
+    expect(k8s.api.closed).toBe(true);
+  });
+
+  it("falls back to the Kubernetes Nodes without Members, and passes a forced endpoint to the client", async () => {
+    const s = healthyState();
+    const k8s = recordingFactory();
+    const { msgs, error } = await callHealth(s, { waitTimeout: { seconds: 60n, nanos: 0 }, clusterInfo: { forceEndpoint: "10.9.9.9:6443" } }, fakeClock(), k8s);
+    expect(error).toBeUndefined();
+    expect(msgs[0]).toBe('discovered nodes: ["10.5.0.2"]');
+    expect(k8s.calls).toEqual([{ kubeconfig: "ADMIN", opts: { forceEndpoint: "10.9.9.9:6443" } }]);
+  });
+
+  it("names the missing admin kubeconfig and the component that is down", async () => {
+    const s = healthyState();
+    s.destroy({ namespace: SECRETS_NS, type: KubernetesCertsType.type, id: "k8s-certs" }, "");
+    const noKubeconfig = await callHealth(s, { waitTimeout: { seconds: 30n, nanos: 0 }, clusterInfo: { controlPlaneNodes: [LOCAL] } });
+    expect(noKubeconfig.error?.message).toBe(
+      "context deadline exceeded: waiting for all k8s nodes to report: error getting kubeconfig: resource KubernetesSecrets.secrets.talos.dev(secrets/k8s-certs@undefined) doesn't exist",
+    );
+    const s2 = healthyState();
+    const k8s = recordingFactory();
+    k8s.api.put(PODS, pod("kube-scheduler-cp-1", "kube-scheduler", { ready: "False" }));
+    const down = await callHealth(s2, { waitTimeout: { seconds: 30n, nanos: 0 }, clusterInfo: { controlPlaneNodes: [LOCAL] } }, fakeClock(), k8s);
+    expect(down.error?.code).toBe(Code.DeadlineExceeded);
+    expect(down.error?.message).toBe("context deadline exceeded: waiting for all control plane components to be ready: some pods are not ready for kube-scheduler: [kube-scheduler-cp-1]");
+    expect(k8s.api.closed).toBe(true);
   });
 
   it("uses the request's node lists and times out with DeadlineExceeded on a failing check", async () => {

@@ -1,16 +1,28 @@
 /**
  * ClusterService.HealthCheck, run server-side like machined does: control planes only, node list from
- * the request or the local Members, `discovered nodes: [...]` first, then one deduplicated
- * `waiting for <check>: <state>` line per change until every check passes (stream ends OK) or the
- * wait timeout (default 20 min) passes (DeadlineExceeded naming the check and its last error).
+ * the request, the local Members or (last resort) the Kubernetes Nodes, `discovered nodes: [...]` first,
+ * then one deduplicated `waiting for <check>: <state>` line per change until every check passes (stream
+ * ends OK) or the wait timeout (default 20 min) passes (DeadlineExceeded naming the check and its last
+ * error). The Kubernetes client of a run is built once, from the node's admin kubeconfig (KubernetesSecrets
+ * `k8s-certs`, server = the cluster endpoint unless the request forces one), and closed when the run ends.
  */
 import type { HealthCheckRequest } from "../../machinery/api/gen/cluster/cluster_pb.js";
 import { ApiError, Code } from "../../machinery/errors.js";
 import { readMeminfo } from "../../host/proc/index.js";
 import { CLUSTER_NS, MemberType } from "../../machinery/resources/types/cluster.js";
 import { CONFIG_NS, MachineTypeType, type MachineTypeName } from "../../machinery/resources/types/config.js";
+import { kubeApi, type KubeApi, type KubeApiFactory } from "../../host/kube/api.js";
+import { NODES, type NodeObject } from "../../machinery/kubernetes/objects.js";
+import { pointer, readSpec } from "../../machinery/resources/read.js";
+import { KubernetesCertsType, SECRET_IDS } from "../../machinery/resources/types/secrets.js";
 import { defaultClusterChecks, type CheckEnv, type EtcdMemberView } from "../../lifecycle/health/checks.js";
-import { clusterInfoFromLists, clusterInfoFromMembers, quoteList, type ClusterInfo } from "../../lifecycle/health/nodes.js";
+import {
+  clusterInfoFromKubernetesNodes,
+  clusterInfoFromLists,
+  clusterInfoFromMembers,
+  quoteList,
+  type ClusterInfo,
+} from "../../lifecycle/health/nodes.js";
 import { dedupReporter, waitChecks, type WaitOptions } from "../../lifecycle/health/wait.js";
 import type { State } from "../../state/types.js";
 import type { Handlers } from "../transport/service.js";
@@ -26,6 +38,27 @@ export interface HealthOptions {
   memTotalKiB?: () => Promise<number>;
   etcdMembers?: () => Promise<EtcdMemberView[]>;
   etcdRuns?: () => boolean;
+  /** Builds the Kubernetes client from a kubeconfig (default: the real one). */
+  kubeApi?: KubeApiFactory;
+}
+
+/** The Kubernetes client of one health run: built on first use from the admin kubeconfig, then reused. */
+export function runKubernetesClient(state: Pick<State, "get">, factory: KubeApiFactory, forceEndpoint: string) {
+  let api: KubeApi | undefined;
+  return {
+    get: async (): Promise<KubeApi> => {
+      if (api) return api;
+      const ptr = pointer(KubernetesCertsType, SECRET_IDS.k8sCerts);
+      const kubeconfig = readSpec(state, KubernetesCertsType, SECRET_IDS.k8sCerts)?.adminKubeconfig;
+      if (!kubeconfig) throw new Error(`error getting kubeconfig: resource ${ptr.type}(${ptr.namespace}/${ptr.id}@undefined) doesn't exist`);
+      api = factory(kubeconfig, { forceEndpoint: forceEndpoint || undefined });
+      return api;
+    },
+    close: async () => {
+      await api?.close();
+      api = undefined;
+    },
+  };
 }
 
 /** Unimplemented unless this node is a control plane (upstream machinehelper.CheckControlplane). */
@@ -35,17 +68,21 @@ export function requireControlPlane(state: Pick<State, "get">, api = "cluster he
   if (mt !== "controlplane" && mt !== "init") throw new ApiError(Code.Unimplemented, `${api} is only available on control plane nodes`);
 }
 
-export function discoverCluster(state: Pick<State, "list">, req: HealthCheckRequest): ClusterInfo {
+export async function discoverCluster(
+  state: Pick<State, "list">,
+  req: HealthCheckRequest,
+  kubernetes?: () => Promise<KubeApi>,
+  signal?: AbortSignal,
+): Promise<ClusterInfo> {
   const cp = req.clusterInfo?.controlPlaneNodes ?? [];
   const workers = req.clusterInfo?.workerNodes ?? [];
   if (cp.length > 0 || workers.length > 0) return clusterInfoFromLists(cp, workers);
   const members = state.list(CLUSTER_NS, MemberType.type);
   if (members.length > 0) return clusterInfoFromMembers(members);
-  // Upstream falls back to the Kubernetes node list; machined has no Kubernetes client.
-  throw new ApiError(
-    Code.FailedPrecondition,
-    "no cluster members are known and the Kubernetes node list is not available: pass the nodes (--control-plane-nodes, --worker-nodes)",
-  );
+  if (!kubernetes) throw new ApiError(Code.FailedPrecondition, "no cluster members are known: pass the nodes (--control-plane-nodes, --worker-nodes)");
+  // The last resort, as upstream: the nodes Kubernetes knows.
+  const api = await kubernetes();
+  return clusterInfoFromKubernetesNodes((await api.list<NodeObject>(NODES, {}, signal)).items);
 }
 
 export function waitTimeoutMs(req: HealthCheckRequest): number {
@@ -60,26 +97,32 @@ export function healthHandlers(deps: ApiDeps, opts: HealthOptions = {}): Handler
     HealthCheck: async (req: HealthCheckRequest, send: (m: { message: string }) => Promise<void>, ctx) => {
       requireControlPlane(deps.state);
       const deadline = now() + waitTimeoutMs(req);
-      const cluster = discoverCluster(deps.state, req);
-      const emit = (message: string) => send(withMetadata(ctx, { message }));
-      await emit(`discovered nodes: ${quoteList(cluster.nodes.map((n) => n.internalIP))}`);
-      const names = new Set(deps.localNames());
-      const env: CheckEnv = {
-        state: deps.state,
-        cluster,
-        isLocal: (ip) => names.has(ip),
-        containerMode: deps.platform.mode === "container",
-        memTotalKiB: opts.memTotalKiB ?? (async () => Number((await readMeminfo()).memtotal)),
-        etcdMembers: opts.etcdMembers,
-        etcdRuns: opts.etcdRuns,
-      };
-      await waitChecks(defaultClusterChecks(env), dedupReporter(emit), {
-        deadline,
-        intervalMs: opts.intervalMs,
-        now,
-        sleep: opts.sleep,
-        signal: ctx.signal,
-      });
+      const k8s = runKubernetesClient(deps.state, opts.kubeApi ?? kubeApi, req.clusterInfo?.forceEndpoint ?? "");
+      try {
+        const cluster = await discoverCluster(deps.state, req, k8s.get, ctx.signal);
+        const emit = (message: string) => send(withMetadata(ctx, { message }));
+        await emit(`discovered nodes: ${quoteList(cluster.nodes.map((n) => n.internalIP))}`);
+        const names = new Set(deps.localNames());
+        const env: CheckEnv = {
+          state: deps.state,
+          cluster,
+          isLocal: (ip) => names.has(ip),
+          containerMode: deps.platform.mode === "container",
+          memTotalKiB: opts.memTotalKiB ?? (async () => Number((await readMeminfo()).memtotal)),
+          etcdMembers: opts.etcdMembers,
+          etcdRuns: opts.etcdRuns,
+          kubernetes: k8s.get,
+        };
+        await waitChecks(defaultClusterChecks(env), dedupReporter(emit), {
+          deadline,
+          intervalMs: opts.intervalMs,
+          now,
+          sleep: opts.sleep,
+          signal: ctx.signal,
+        });
+      } finally {
+        await k8s.close();
+      }
     },
   };
 }

@@ -1,8 +1,8 @@
 /**
  * The cluster health checks of `talosctl health`, in upstream's order and with upstream's names and
  * messages, evaluated from this node's own state. machined does not forward requests, so a check that
- * needs another node reports that node as unreachable. Checks that need the Kubernetes API skip with a
- * reason: this agent has no Kubernetes client.
+ * needs another node reports that node as unreachable. The Kubernetes checks (kubernetes.ts) read the
+ * cluster through the Kubernetes API.
  */
 import type { MachineConfig } from "../../machinery/config/index.js";
 import type { Pointer } from "../../machinery/resources/resource.js";
@@ -15,6 +15,7 @@ import type { State } from "../../state/types.js";
 import { machineConfig } from "../../machinery/resources/types/config.js";
 import type { ClusterInfo, NodeInfo, NodeType } from "./nodes.js";
 import { SkipCheck, type ClusterCheck } from "./wait.js";
+import { kubernetesChecks, type KubernetesCheckEnv } from "./kubernetes.js";
 
 export interface EtcdMemberView {
   id: string;
@@ -36,6 +37,8 @@ export interface CheckEnv {
   etcdMembers?: () => Promise<EtcdMemberView[]>;
   /** False when this node does not run etcd at all (etcd checks skip). */
   etcdRuns?: () => boolean;
+  /** The Kubernetes client of this run (built once from the admin kubeconfig); without it the Kubernetes checks fail. */
+  kubernetes?: KubernetesCheckEnv["kubernetes"];
 }
 
 const MiB = 1024 * 1024;
@@ -43,8 +46,6 @@ const MiB = 1024 * 1024;
 const MIN_MEMORY: Record<NodeType, number> = { init: (1848 - 150) * MiB, controlplane: (1848 - 150) * MiB, worker: (1024 - 150) * MiB };
 /** 6 GiB minimal disk minus the UKI EFI (100 + 1 + 2000 MiB), STATE (100), META (1) and 10 MiB of GPT overhead. */
 export const MIN_EPHEMERAL_BYTES = 6 * 1024 * MiB - (2101 + 100 + 1 + 10) * MiB;
-
-export const K8S_SKIP_REASON = "no Kubernetes API client in machined";
 
 const sorted = (l: string[]) => [...l].sort();
 const ips = (nodes: NodeInfo[]) => nodes.map((n) => n.internalIP);
@@ -253,13 +254,6 @@ const booted = (env: CheckEnv): ClusterCheck => ({
   },
 });
 
-const k8sSkipped = (name: string): ClusterCheck => ({
-  name,
-  run: async () => {
-    throw new SkipCheck(K8S_SKIP_REASON);
-  },
-});
-
 export const K8S_CHECK_NAMES = [
   "all k8s nodes to report",
   "all control plane static pods to be running",
@@ -270,7 +264,7 @@ export const K8S_CHECK_NAMES = [
   "all k8s nodes to report schedulable",
 ];
 
-/** Upstream's DefaultClusterChecks: pre-boot checks, then the Kubernetes ones (skipped here). */
+/** Upstream's DefaultClusterChecks: pre-boot checks, then the Kubernetes ones. */
 export function defaultClusterChecks(env: CheckEnv): ClusterCheck[] {
   return [
     etcdHealthy(env),
@@ -282,6 +276,6 @@ export function defaultClusterChecks(env: CheckEnv): ClusterCheck[] {
     noDiagnostics(env),
     kubeletHealthy(env),
     booted(env),
-    ...K8S_CHECK_NAMES.map(k8sSkipped),
+    ...kubernetesChecks(env),
   ];
 }

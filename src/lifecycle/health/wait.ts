@@ -1,7 +1,8 @@
 /**
  * Sequential polling of cluster checks, as `talosctl health` reports them: each check is retried every
- * `intervalMs` until it passes or skips; progress lines read `waiting for <check>: <state>` where the
- * state is `...` (first attempt pending), `OK`, `SKIP`, or the last error. The reporter drops a line
+ * interval (its own, as upstream's PollingCondition, unless the caller forces one) until it passes or skips,
+ * and each attempt may take at most that interval; progress lines read `waiting for <check>: <state>` where
+ * the state is `...` (first attempt pending), `OK`, `SKIP`, or the last error. The reporter drops a line
  * equal to the previous one. The whole run shares one deadline.
  */
 import { ApiError, Code } from "../../machinery/errors.js";
@@ -15,13 +16,16 @@ export class SkipCheck extends Error {
 
 export interface ClusterCheck {
   name: string;
-  /** Resolves when the condition holds; throws the reason it does not (or SkipCheck). */
+  /** Poll interval and per-attempt time limit (default 5 s). */
+  intervalMs?: number;
+  /** Resolves when the condition holds; throws the reason it does not (or SkipCheck). The signal ends the attempt. */
   run(signal: AbortSignal): Promise<void>;
 }
 
 export interface WaitOptions {
   /** Absolute deadline in `now()` milliseconds. */
   deadline: number;
+  /** Forces one poll interval on every check (tests); default: each check's own. */
   intervalMs?: number;
   now?: () => number;
   /** Waits `ms` or until the signal aborts. */
@@ -56,20 +60,21 @@ export function dedupReporter(send: (line: string) => Promise<void> | void): Rep
 export async function waitChecks(checks: ClusterCheck[], report: Report, opts: WaitOptions): Promise<void> {
   const now = opts.now ?? Date.now;
   const sleep = opts.sleep ?? defaultSleep;
-  const interval = opts.intervalMs ?? 5_000;
   const signal = opts.signal ?? new AbortController().signal;
   const cancelled = () => new ApiError(Code.Canceled, "health check cancelled");
   for (const check of checks) {
     if (signal.aborted) throw cancelled();
     if (now() >= opts.deadline) throw deadline(check.name, undefined);
+    const interval = opts.intervalMs ?? check.intervalMs ?? 5_000;
     const line = (state: string) => report(`waiting for ${check.name}: ${state}`);
     await line("...");
     let lastErr: string | undefined;
     for (;;) {
-      const left = opts.deadline - now();
+      const started = now();
+      const left = opts.deadline - started;
       if (left <= 0) throw deadline(check.name, lastErr);
       try {
-        await withDeadline(check.run(signal), left);
+        await attempt(check, signal, Math.min(left, interval));
         await line("OK");
         break;
       } catch (err) {
@@ -83,7 +88,8 @@ export async function waitChecks(checks: ClusterCheck[], report: Report, opts: W
       if (signal.aborted) throw cancelled();
       const remaining = opts.deadline - now();
       if (remaining <= 0) throw deadline(check.name, lastErr);
-      await sleep(Math.min(interval, remaining), signal);
+      // Attempts start every interval (a ticker upstream), however long the last one took.
+      await sleep(Math.min(Math.max(0, interval - (now() - started)), remaining), signal);
     }
   }
 }
@@ -92,12 +98,23 @@ function deadline(name: string, lastErr: string | undefined): ApiError {
   return new ApiError(Code.DeadlineExceeded, `context deadline exceeded: waiting for ${name}${lastErr ? `: ${lastErr}` : ""}`);
 }
 
-/** A check attempt that outlives the deadline counts as failed with a timeout. */
-function withDeadline(p: Promise<void>, ms: number): Promise<void> {
-  if (ms <= 0) return Promise.reject(new Error("context deadline exceeded"));
+/** One attempt, cancelled (its signal aborted) and failed with a timeout when it outlives `ms`. */
+async function attempt(check: ClusterCheck, outer: AbortSignal, ms: number): Promise<void> {
+  if (ms <= 0) throw new Error("context deadline exceeded");
+  const ac = new AbortController();
+  const onAbort = () => ac.abort(outer.reason);
+  outer.addEventListener("abort", onAbort, { once: true });
   let t: NodeJS.Timeout | undefined;
   const timeout = new Promise<void>((_, reject) => {
-    t = setTimeout(() => reject(new Error("context deadline exceeded")), ms);
+    t = setTimeout(() => {
+      reject(new Error("context deadline exceeded"));
+      ac.abort(new Error("context deadline exceeded"));
+    }, ms);
   });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(t));
+  try {
+    await Promise.race([check.run(ac.signal), timeout]);
+  } finally {
+    clearTimeout(t);
+    outer.removeEventListener("abort", onAbort);
+  }
 }
