@@ -31,7 +31,8 @@ import { decodePem, keyAlgorithm, parsePrivateKeyPem, PemLabel } from "../pki/pe
 import { goCertificateParts } from "../pki/verify.js";
 import { formatBytes, LIMITS } from "./limits.js";
 import type { MachineConfig } from "./machineconfig.js";
-import type { Report } from "./validate/report.js";
+import { ConfigValidationError } from "./errors.js";
+import { Report } from "./validate/report.js";
 
 export interface AdmissionOptions {
   /** The node's clock, for CA validity. */
@@ -263,4 +264,16 @@ export function checkAdmission(cfg: MachineConfig, r: Report, opts: AdmissionOpt
   checkOsCA(cfg, opts.now ?? new Date(), r);
   checkSANs(cfg, r);
   checkOtherPairs(cfg, r);
+}
+
+/**
+ * `cfg` when admission accepts it, else a ConfigValidationError listing why. For configs read back from disk at
+ * boot: one stored before these checks existed, or whose CA has expired since, must leave the node in maintenance
+ * mode (where any client may apply a new config) instead of failing to build the API identity and never listening.
+ */
+export function admitted(cfg: MachineConfig, opts: AdmissionOptions = {}): MachineConfig {
+  const r = new Report();
+  checkAdmission(cfg, r, opts);
+  if (r.errors.length > 0) throw new ConfigValidationError(r.errors);
+  return cfg;
 }

@@ -5,6 +5,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { generateKeyPairSync } from "node:crypto";
 import { ConfigValidationError, loadConfig, validateConfig } from "../../../src/machinery/config/index.js";
+import { admitted } from "../../../src/machinery/config/admission.js";
 import { KeyUsage } from "../../../src/machinery/pki/certificate.js";
 import { encodePrivateKeyPem } from "../../../src/machinery/pki/pem.js";
 import { generateConfigs, type GeneratedConfigs } from "../../../src/machinery/generate/index.js";
@@ -189,3 +190,15 @@ describe("admission refuses what would lock the node out", () => {
     expect(problems(text)).toContain("machine.ca.crt: expected exactly one PEM certificate block, found 40000");
   });
 });
+
+describe("admitted (for configs read back at boot)", () => {
+  it("returns an admissible config and throws, listing why, for one that is not", async () => {
+    const cfg = loadConfig(gen.controlplane);
+    expect(admitted(cfg)).toBe(cfg);
+    const later = new Date(Date.now() + 20 * 365 * 86_400_000);
+    expect(() => admitted(cfg, { now: later })).toThrow(/^machine\.ca\.crt: the CA certificate has expired/);
+    const bad = loadConfig(editV1(gen.controlplane, (v) => void (v.machine.certSANs = ["::::"])));
+    expect(() => admitted(bad)).toThrow(ConfigValidationError);
+  });
+});
+
