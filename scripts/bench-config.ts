@@ -109,6 +109,7 @@ async function main(): Promise<void> {
       await fn();
     } catch (e) {
       outcome = `refused: ${String((e as { details?: string }).details ?? e).split("\n")[0].slice(0, 60)}`;
+      if ((e as { code?: number }).code === 4) outcome = "no reply within 60 s (DEADLINE_EXCEEDED)";
     }
     const ms = performance.now() - t0;
     const peak = status(pid, "VmHWM");
@@ -118,11 +119,15 @@ async function main(): Promise<void> {
   const creds = talosconfigCreds(gen.talosconfig);
   const insecure = new TestClient(`127.0.0.1:${port}`, insecureTls());
   const apply = (c: TestClient, data: string, mode = Mode.AUTO, dryRun = false) =>
-    c.unary(MachineService, "ApplyConfiguration", m.ApplyConfigurationRequestSchema, m.ApplyConfigurationResponseSchema, {
-      data: new TextEncoder().encode(data),
-      mode,
-      dryRun,
-    });
+    c.unary(
+      MachineService,
+      "ApplyConfiguration",
+      m.ApplyConfigurationRequestSchema,
+      m.ApplyConfigurationResponseSchema,
+      { data: new TextEncoder().encode(data), mode, dryRun },
+      // A reply that never arrives (an error text too large for the gRPC trailer) shows as DEADLINE_EXCEEDED.
+      { deadlineMs: 60_000 },
+    );
   const files20 = cp.replace("machine:\n", `machine:\n    files:\n      - content: ${"f".repeat(20 << 20)}\n        path: /var/f\n        op: create\n`);
   const bomb = `version: v1alpha1\nmachine:\n  type: controlplane\nx0: &x0 "${"z".repeat(1 << 20)}"\n${[1, 2, 3].map((i) => `x${i}: &x${i} [${Array(16).fill(`*x${i - 1}`).join(", ")}]`).join("\n")}\n`;
   try {
