@@ -2,11 +2,18 @@
  * ApplyConfiguration semantics (Talos ≥ 1.13): parse, validate, then AUTO/NO_REBOOT/TRY apply live,
  * STAGED waits for the next reboot, TRY reverts after its timeout unless another apply arrives, and a
  * dry run only reports. One apply at a time.
+ *
+ * All or nothing: every check runs before anything is stored or activated — size, encoding and YAML bounds
+ * (loadConfig), schema, semantic validation and admission (validateConfig: the OS CA, its key and the SANs the
+ * API identity is built from, so an accepted config cannot lock the node out), and the change impact. A refused
+ * apply is an InvalidArgument whose message names the YAML path and is bounded in length (it travels in a gRPC
+ * trailer), and leaves the stored config byte-identical.
  */
 import { ApiError, Code, failedPrecondition, invalidArgument, permissionDenied, unimplemented } from "../machinery/errors.js";
 import { ApplyConfigurationRequest_Mode as Mode } from "../machinery/api/gen/machine/machine_pb.js";
 import { loadConfig, type MachineConfig } from "../machinery/config/index.js";
 import { validateConfig } from "../machinery/config/validate.js";
+import { boundText } from "../machinery/config/limits.js";
 import { diffConfigs } from "../machinery/config/diff.js";
 import { changeImpact } from "../machinery/config/impact.js";
 
@@ -62,7 +69,7 @@ export class ConfigApplier {
     try {
       cfg = loadConfig(req.data);
     } catch (err) {
-      throw invalidArgument((err as Error).message);
+      throw refused(err);
     }
     if (!cfg.v1alpha1()) {
       if (!t.maintenance) {
@@ -81,7 +88,7 @@ export class ConfigApplier {
     try {
       warnings = [...cfg.warnings, ...validateConfig(cfg, { mode: t.validationMode }).warnings];
     } catch (err) {
-      throw invalidArgument((err as Error).message);
+      throw refused(err);
     }
 
     const previous = t.activeConfig();
@@ -107,11 +114,11 @@ export class ConfigApplier {
     try {
       impact = previous ? changeImpact(previous, cfg) : undefined;
     } catch (err) {
-      throw invalidArgument((err as Error).message);
+      throw refused(err);
     }
     const rebootNote =
       mode !== Mode.STAGED && impact && impact.rebootRequired.length > 0
-        ? `\nChanges that take effect after the next reboot: ${impact.rebootRequired.join(", ")}`
+        ? `\nChanges that take effect after the next reboot: ${listSome(impact.rebootRequired)}`
         : "";
 
     if (req.dryRun) {
@@ -133,6 +140,17 @@ export class ConfigApplier {
     }
     return { mode, warnings, modeDetails: details + rebootNote };
   }
+}
+
+/** A refusal: InvalidArgument with the (bounded) message of what was wrong, which starts with its YAML path. */
+function refused(err: unknown): ApiError {
+  return invalidArgument(boundText(err instanceof Error ? err.message : String(err)));
+}
+
+/** The first paths of a list and how many more, so a reply never grows with the size of the config. */
+function listSome(paths: string[], max = 20): string {
+  const shown = paths.slice(0, max).join(", ");
+  return paths.length > max ? `${shown} and ${paths.length - max} more` : shown;
 }
 
 /** Go's time.Duration.String() for whole milliseconds: "1m0s", "30s", "1h2m3s", "500ms". */

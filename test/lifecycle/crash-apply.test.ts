@@ -1,6 +1,7 @@
 /**
  * Kill -9 the agent in the middle of applies, many times: the stored config must always be the old or
- * the new document (never missing, never half-written), and the agent must boot configured again.
+ * the new document (never missing, never half-written, never one of the refused ones mixed in among them),
+ * and the agent must boot configured again.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -10,7 +11,7 @@ import * as path from "node:path";
 import { createServer } from "node:net";
 import { ApplyConfigurationRequest_Mode as Mode } from "../../src/machinery/api/gen/machine/machine_pb.js";
 import { applyPatches, parsePatch } from "../../src/machinery/config/patch/index.js";
-import { loadConfig } from "../../src/machinery/config/index.js";
+import { loadConfig, validateConfig } from "../../src/machinery/config/index.js";
 import { apply, clusterConfigs, eventually, insecureClient, mtlsClient, talosconfigCreds, version } from "../api/harness.js";
 
 const ENTRY = path.resolve(__dirname, "../../src/main.ts");
@@ -62,6 +63,13 @@ describe("a power cut during apply-config", () => {
   it("never loses the stored config", async () => {
     const cfgs = await clusterConfigs();
     const variants = ["a", "b"].map((n) => applyPatches(cfgs.controlplane, [parsePatch(`machine:\n  network:\n    hostname: host-${n}\n`)]));
+    // Refused by admission (they would lock the node out): interleaved with the good ones, never stored.
+    const refused = [
+      applyPatches(variants[0], [parsePatch("machine:\n  certSANs: ['999.999.999.999']\n")]),
+      applyPatches(variants[1], [parsePatch(`machine:\n  ca:\n    key: ${Buffer.from("garbage").toString("base64")}\n`)]),
+    ];
+    for (const r of refused) expect(() => validateConfig(loadConfig(r), { mode: "local" })).toThrow(/machine\.(certSANs\[0\]|ca\.key): /);
+    const mixed = [variants[0], refused[0], variants[1], refused[1]];
     const port = await freePort();
     const h = { address: `127.0.0.1:${port}` } as never;
     child = await startAgent(stateDir, port);
@@ -75,7 +83,7 @@ describe("a power cut during apply-config", () => {
       const c = mtlsClient(h, creds);
       await eventually(() => version(c), 15_000);
       // Fire applies back to back and cut the power at a random moment among them.
-      const inflight = Array.from({ length: 5 }, (_, k) => apply(c, variants[(i + k) % 2], Mode.NO_REBOOT).catch(() => undefined));
+      const inflight = Array.from({ length: 6 }, (_, k) => apply(c, mixed[(i + k) % 4], Mode.NO_REBOOT).catch(() => undefined));
       await new Promise((r) => setTimeout(r, Math.random() * 40));
       await kill(child);
       await Promise.allSettled(inflight);

@@ -7,7 +7,7 @@
  *  - two documents with the same apiVersion/kind/name are an error;
  *  - kinds this loader does not know are kept unchanged and reported as warnings.
  */
-import type { Document } from "yaml";
+import { isMap, isScalar, isSeq, type Document, type Pair, type YAMLMap } from "yaml";
 import { documentId, V1ALPHA1, type ConfigDocument } from "./document.js";
 import { ConfigError, issueAt, type ConfigIssue } from "./errors.js";
 import { toConfigIssues, type Locator } from "./issues.js";
@@ -15,7 +15,7 @@ import { KIND_API_VERSION, KNOWN_KINDS, V1ALPHA1_KEYS } from "./kinds.js";
 import { describeValue, type PathSegment } from "./path.js";
 import { v1alpha1Schema, type V1Alpha1Config } from "./schema.js";
 import { deepFreeze, isPlainObject, orderLike, stripNulls, type PlainObject } from "./tree.js";
-import { parseYamlStream, type YamlStream } from "./yaml.js";
+import { parseYamlStream, yamlWork, type YamlStream } from "./yaml.js";
 
 export interface Decoded {
   documents: ConfigDocument[];
@@ -95,15 +95,40 @@ function parseV1Alpha1(data: PlainObject, locate: Locator): V1Alpha1Config {
   return deepFreeze({ ...ordered, machine: ordered.machine ?? {}, cluster: ordered.cluster ?? {} } as V1Alpha1Config);
 }
 
+/**
+ * Maps a path to its source position: the deepest node on the path that exists. Each map's keys are indexed on first
+ * use, so locating every one of n unknown keys costs O(n) in total (the package's getIn scans a map per lookup).
+ */
 function locator(doc: Document.Parsed, stream: YamlStream): Locator {
-  return (path: readonly PathSegment[]) => {
-    for (let n = path.length; n >= 0; n--) {
-      const node = doc.getIn(path.slice(0, n), true) as { range?: [number, number, number] } | undefined;
-      if (node?.range) {
-        const pos = stream.lines.linePos(node.range[0]);
-        return { line: pos.line, column: pos.col };
+  const index = new WeakMap<YAMLMap, Map<string, Pair>>();
+  const keysOf = (map: YAMLMap): Map<string, Pair> => {
+    let keys = index.get(map);
+    if (!keys) {
+      keys = new Map();
+      for (const pair of map.items) {
+        yamlWork.steps++;
+        if (isScalar(pair.key)) {
+          const k = String(pair.key.value);
+          if (!keys.has(k)) keys.set(k, pair);
+        }
       }
+      index.set(map, keys);
     }
-    return undefined;
+    return keys;
+  };
+  return (path: readonly PathSegment[]) => {
+    let node: unknown = doc.contents;
+    let range = (node as { range?: [number, number, number] } | null)?.range;
+    for (const seg of path) {
+      if (isMap(node)) node = keysOf(node).get(String(seg))?.value;
+      else if (isSeq(node) && typeof seg === "number") node = node.items[seg];
+      else break;
+      const r = (node as { range?: [number, number, number] } | null | undefined)?.range;
+      if (!r) break;
+      range = r;
+    }
+    if (!range) return undefined;
+    const pos = stream.lines.linePos(range[0]);
+    return { line: pos.line, column: pos.col };
   };
 }

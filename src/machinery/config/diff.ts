@@ -1,7 +1,8 @@
 /**
  * Line diff of two config texts in unified format, as `apply-config --dry-run` shows it ("--- a", "+++ b", hunks
  * with 3 lines of context). The edit script is a longest-common-subsequence one, found with Myers' O((N+M)·D)
- * algorithm after trimming the common head and tail, so typical small config edits stay cheap.
+ * algorithm after trimming the common head and tail, so typical small config edits stay cheap; time, memory and
+ * output are bounded (DIFF_LIMITS) so that two large unrelated configs cannot stall or exhaust the process.
  */
 
 const CONTEXT = 3;
@@ -16,41 +17,64 @@ function splitLines(s: string): string[] {
   return lines;
 }
 
-/** Myers' shortest edit script between a and b (both already trimmed of common head/tail). */
-function editScript(a: string[], b: string[]): Op[] {
+/**
+ * Bounds on the edit script search. Myers' algorithm costs O((N+M)·D) time and, keeping one furthest-reaching row
+ * per step to recover the path, O(D²) memory; two unrelated 4 MiB configs would make both explode. Past these bounds
+ * the changed middle is shown as one replaced block: still a correct diff, just not a minimal one.
+ */
+export const DIFF_LIMITS = { maxEdits: 2_000, maxWork: 5_000_000, maxOutputChars: 1024 * 1024 };
+
+/** Work done by the last edit script search (compared steps); tests check it stays within DIFF_LIMITS. */
+export const diffWork = { steps: 0 };
+
+/** Myers' shortest edit script between a and b (both already trimmed of common head/tail), or undefined past the bounds. */
+function editScript(a: string[], b: string[]): Op[] | undefined {
   const n = a.length;
   const m = b.length;
-  const max = n + m;
-  const off = max + 1;
-  let v = new Int32Array(2 * max + 3);
+  const max = Math.min(n + m, DIFF_LIMITS.maxEdits);
+  // Row d keeps v[k] for k in [-d, d] only (index k + d).
   const trace: Int32Array[] = [];
+  let v = new Int32Array(1);
+  let work = 0;
+  diffWork.steps = 0;
+  const at = (row: Int32Array, d: number, k: number) => row[k + d];
   let found = false;
   for (let d = 0; d <= max && !found; d++) {
-    trace.push(v);
-    v = v.slice();
+    const prev = v;
+    trace.push(prev);
+    v = new Int32Array(2 * d + 1);
     for (let k = -d; k <= d; k += 2) {
-      let x = k === -d || (k !== d && v[off + k - 1] < v[off + k + 1]) ? v[off + k + 1] : v[off + k - 1] + 1;
+      // prev covers [-(d-1), d-1]; at d = 0 there is no previous row and x starts at 0.
+      let x: number;
+      if (d === 0) x = 0;
+      else if (k === -d || (k !== d && at(prev, d - 1, k - 1) < at(prev, d - 1, k + 1))) x = at(prev, d - 1, k + 1);
+      else x = at(prev, d - 1, k - 1) + 1;
       let y = x - k;
       while (x < n && y < m && a[x] === b[y]) {
         x++;
         y++;
+        work++;
       }
-      v[off + k] = x;
+      work++;
+      v[k + d] = x;
       if (x >= n && y >= m) {
         found = true;
         break;
       }
     }
+    if (work > DIFF_LIMITS.maxWork) break;
   }
-  // trace[d] is the furthest-reaching state before step d; walk it backwards to recover the path.
+  diffWork.steps = work;
+  if (!found) return undefined;
+  // trace[d] is the row computed at step d - 1 (the state before step d); walk them backwards to recover the path.
   const ops: Op[] = [];
   let x = n;
   let y = m;
   for (let d = trace.length - 1; d > 0; d--) {
     const vp = trace[d];
     const k = x - y;
-    const prevK = k === -d || (k !== d && vp[off + k - 1] < vp[off + k + 1]) ? k + 1 : k - 1;
-    const prevX = vp[off + prevK];
+    const prevK = k === -d || (k !== d && at(vp, d - 1, k - 1) < at(vp, d - 1, k + 1)) ? k + 1 : k - 1;
+    const prevX = at(vp, d - 1, prevK);
     const prevY = prevX - prevK;
     while (x > prevX && y > prevY) ops.push({ kind: " ", text: a[--x] }), y--;
     if (x === prevX) ops.push({ kind: "+", text: b[--y] });
@@ -58,6 +82,13 @@ function editScript(a: string[], b: string[]): Op[] {
   }
   while (x > 0 && y > 0) ops.push({ kind: " ", text: a[--x] }), y--;
   return ops.reverse();
+}
+
+/** The edit script of the changed middle; past the search bounds, all of it removed and then all of it added. */
+function middle(a: string[], b: string[]): Op[] {
+  return (
+    editScript(a, b) ?? [...a.map((text) => ({ kind: "-" as const, text })), ...b.map((text) => ({ kind: "+" as const, text }))]
+  );
 }
 
 function range(start: number, count: number): string {
@@ -77,7 +108,7 @@ export function unifiedDiff(oldText: string, newText: string): string {
   while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
   const ops: Op[] = [
     ...a.slice(0, head).map((text) => ({ kind: " " as const, text })),
-    ...editScript(a.slice(head, a.length - tail), b.slice(head, b.length - tail)),
+    ...middle(a.slice(head, a.length - tail), b.slice(head, b.length - tail)),
     ...a.slice(a.length - tail).map((text) => ({ kind: " " as const, text })),
   ];
   if (!ops.some((o) => o.kind !== " ")) return ""; // only a trailing-newline difference
@@ -117,6 +148,10 @@ export function unifiedDiff(oldText: string, newText: string): string {
     out += `@@ -${range(posA[start], countA)} +${range(posB[start], countB)} @@\n`;
     for (const o of hunk) out += `${o.kind}${o.text}\n`;
     i = end;
+    if (out.length > DIFF_LIMITS.maxOutputChars) {
+      out = `${out.slice(0, DIFF_LIMITS.maxOutputChars)}\n... diff truncated at ${DIFF_LIMITS.maxOutputChars} characters\n`;
+      break;
+    }
   }
   return out;
 }

@@ -2,6 +2,7 @@
  * Errors of the config layer. Each problem carries the YAML path it is about (`machine.network.interfaces[0].mtu`),
  * so the API can hand the message to talosctl unchanged and tests can assert on it.
  */
+import { boundedList } from "./limits.js";
 
 /** One problem found in a config: where (YAML path, optional source position) and what. */
 export interface ConfigIssue {
@@ -20,7 +21,8 @@ export class ConfigError extends Error {
 
   constructor(issues: ConfigIssue[] | string, path = "") {
     const list = typeof issues === "string" ? [{ path, message: issues }] : issues;
-    super(list.map((i) => i.message).join("\n"));
+    // The message is bounded (first problems, then "and N more"): it travels in a gRPC trailer. `issues` has them all.
+    super(boundedList(list.map((i) => i.message)));
     this.name = "ConfigError";
     this.issues = list;
   }
@@ -39,10 +41,10 @@ export class ConfigError extends Error {
   }
 }
 
-/** A config loaded but failed semantic validation; the message lists every problem, one per line. */
+/** A config loaded but failed semantic validation; the message lists the problems (bounded), `problems` all of them. */
 export class ConfigValidationError extends Error {
   constructor(readonly problems: string[]) {
-    super(problems.join("\n"));
+    super(boundedList(problems));
     this.name = "ConfigValidationError";
   }
 }

@@ -5,6 +5,7 @@
  */
 import type * as z from "zod";
 import type { ConfigIssue } from "./errors.js";
+import { clip } from "./limits.js";
 import { describeValue, formatPath, valueAt, type PathSegment } from "./path.js";
 
 export type Locator = (path: readonly PathSegment[]) => { line: number; column: number } | undefined;
@@ -43,7 +44,7 @@ function describeIssue(issue: z.core.$ZodIssue, value: unknown): string {
       if (issue.origin === "number") return `expected a non-negative integer, got ${describeValue(value)}`;
       return `${issue.message}, got ${describeValue(value)}`;
     default:
-      return `${issue.message} ${JSON.stringify(value)}`;
+      return `${issue.message} ${value !== null && typeof value === "object" ? describeValue(value) : clip(JSON.stringify(value) ?? String(value), 100)}`;
   }
 }
 

@@ -38,7 +38,8 @@ export function describeValue(v: unknown): string {
   if (Array.isArray(v)) return "list";
   switch (typeof v) {
     case "string":
-      return `string ${JSON.stringify(v)}`;
+      // Values are echoed in error texts, which must stay short.
+      return v.length > 80 ? `string ${JSON.stringify(v.slice(0, 80))}… (${v.length} characters)` : `string ${JSON.stringify(v)}`;
     case "number":
     case "bigint":
       return `number ${String(v)}`;

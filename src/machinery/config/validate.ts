@@ -1,8 +1,10 @@
 /**
  * Semantic validation of a loaded config, after upstream's v1alpha1 Config.Validate. Loading already checked types
- * and unknown keys; this checks meaning (roles, CIDRs, endpoints, install disk ...). Every problem names its YAML
- * path, and all problems are reported together.
+ * and unknown keys; this checks meaning (roles, CIDRs, endpoints, install disk ...) and admission (admission.ts:
+ * everything the node's API identity is built from). Every problem names its YAML path, and all problems are
+ * reported together.
  */
+import { checkAdmission } from "./admission.js";
 import { isV1Alpha1 } from "./document.js";
 import { ConfigValidationError } from "./errors.js";
 import type { MachineConfig } from "./machineconfig.js";
@@ -46,6 +48,8 @@ export function validateConfig(cfg: MachineConfig, opts: ValidateOptions): { war
   checkMachineMisc(m, raw.machine, r);
   checkFeatures(m, isControlPlane, r);
   if (typed.persist === false) r.error("persist", ".persist should be enabled");
+  // What the node needs to build its API identity (CA, key, SANs): a config that passes cannot lock the node out.
+  checkAdmission(cfg, r, { now: opts.now });
 
   return finish(r, opts);
 }

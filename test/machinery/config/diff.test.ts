@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { diffConfigs } from "../../../src/machinery/config/index.js";
+import { DIFF_LIMITS, diffWork } from "../../../src/machinery/config/diff.js";
 
 /** Longest common subsequence length, by dynamic programming (the reference the diff must match). */
 function lcsLength(a: string[], b: string[]): number {
@@ -88,5 +89,29 @@ describe("diffConfigs", () => {
       expect(lines).toEqual(b);
       expect(a.length - deleted).toBe(lcsLength(a, b));
     }
+  });
+
+  it("bounds the work, memory and output on large unrelated texts, and stays a correct diff", () => {
+    // Two unrelated 20,000-line configs: an unbounded Myers search would take (N+M)·D = 8e8 steps and D² memory.
+    const a = Array.from({ length: 20_000 }, (_, i) => `a: ${i}`);
+    const b = Array.from({ length: 20_000 }, (_, i) => `b: ${i}`);
+    const d = diffConfigs(`${a.join("\n")}\n`, `${b.join("\n")}\n`);
+    expect(diffWork.steps).toBeLessThanOrEqual(DIFF_LIMITS.maxWork + 2 * DIFF_LIMITS.maxEdits + 1);
+    expect(applyUnified(a, d).lines).toEqual(b);
+    expect(d.length).toBeLessThanOrEqual(DIFF_LIMITS.maxOutputChars);
+
+    const big = Array.from({ length: 70_000 }, (_, i) => `x${i}`.padEnd(40, "."));
+    const long = diffConfigs(`${big.join("\n")}\n`, "");
+    expect(long.length).toBeLessThanOrEqual(DIFF_LIMITS.maxOutputChars + 100);
+    expect(long).toMatch(/\n\.\.\. diff truncated at 1048576 characters\n$/);
+  });
+
+  it("still finds the minimal script for a few edits in a large text", () => {
+    const a = Array.from({ length: 30_000 }, (_, i) => `line ${i}`);
+    const b = [...a];
+    b.splice(100, 1, "changed");
+    b.splice(25_000, 0, "inserted");
+    const d = diffConfigs(`${a.join("\n")}\n`, `${b.join("\n")}\n`);
+    expect(d.match(/^[-+].*/gm)).toEqual(["--- a", "+++ b", "-line 100", "+changed", "+inserted"]);
   });
 });

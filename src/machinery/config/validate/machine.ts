@@ -3,6 +3,7 @@
  * kubelet, disk encryption, logging, node labels/annotations/taints, features.
  */
 import { parseMachineType } from "../machineconfig.js";
+import { formatBytes, LIMITS } from "../limits.js";
 import { isSubnetOrAddress, tryURL } from "../net.js";
 import { joinPath } from "../path.js";
 import { Role } from "../../role.js";
@@ -41,6 +42,10 @@ export function checkRoleAndCAs(m: MachineSection, r: Report): void {
 
 export function checkMachineMisc(m: MachineSection, raw: PlainObject, r: Report): void {
   if ((m.files?.length ?? 0) > 0) r.warn("machine.files", ".machine.files is deprecated; use dedicated configuration documents instead");
+  const fileBytes = (m.files ?? []).reduce((n, f) => n + Buffer.byteLength(f.content ?? ""), 0);
+  if (fileBytes > LIMITS.filesBytes) {
+    r.error("machine.files", `the files hold ${formatBytes(fileBytes)} of contents; at most ${formatBytes(LIMITS.filesBytes)} in total (larger files belong on a disk)`);
+  }
   if (m.baseRuntimeSpecOverrides && Object.keys(m.baseRuntimeSpecOverrides).length > 0) {
     r.warn("machine.baseRuntimeSpecOverrides", ".machine.baseRuntimeSpecOverrides is deprecated; use a CRIBaseRuntimeSpecConfig document instead");
   }

@@ -21,4 +21,6 @@ export interface ValidateOptions {
   mode: ValidationMode;
   /** Report warnings as errors (talosctl validate --strict). */
   strict?: boolean;
+  /** The node's clock, for certificate validity (admission.ts); default now. */
+  now?: Date;
 }
