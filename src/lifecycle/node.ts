@@ -11,6 +11,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { loadConfig, type MachineConfig } from "../machinery/config/index.js";
+import { admitted } from "../machinery/config/admission.js";
 import { newResource } from "../machinery/resources/resource.js";
 import { machineConfigPtr, machineTypePtr, YAML_SPEC_ANNOTATION } from "../machinery/resources/types/config.js";
 import { RUNTIME_NS, VersionType, type UnmetCondition } from "../machinery/resources/types/runtime.js";
@@ -141,7 +142,8 @@ export class Node {
     const staged = await this.store.readStaged();
     if (staged) {
       try {
-        const cfg = loadConfig(staged);
+        // A stored config the node cannot build its identity from would stop it listening: stay in maintenance.
+        const cfg = admitted(loadConfig(staged));
         await this.store.writeActive(cfg.encode());
         this.log.info("applied the staged config at boot");
       } catch (err) {
@@ -152,7 +154,7 @@ export class Node {
     const active = await this.store.readActive();
     if (!active) return;
     try {
-      await this.activate(loadConfig(active));
+      await this.activate(admitted(loadConfig(active)));
     } catch (err) {
       // A stored config we can't read any more must not brick the node: stay in maintenance and say why.
       this.log.error({ err }, "stored config failed to load; staying in maintenance mode");

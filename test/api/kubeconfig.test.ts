@@ -3,6 +3,7 @@
  * per call (CN admin, O system:masters, backdated 10 s, cluster.adminKubeconfig.certLifetime), the cluster
  * endpoint, the accepted CAs, streamed as one tar.gz holding `kubeconfig` (0600).
  */
+import { newSelfSignedCA } from "../../src/machinery/pki/ca.js";
 import { X509Certificate } from "node:crypto";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -34,13 +35,15 @@ function untar(tar: Buffer): { name: string; mode: number; data: Buffer }[] {
   return out;
 }
 
-const OTHER_CA = "-----BEGIN CERTIFICATE-----\nMIIBOTHER\n-----END CERTIFICATE-----\n";
+/** A second, real CA the cluster also accepts (admission refuses certificates that do not parse). */
+let OTHER_CA: string;
 
 let cp: Harness;
 let admin: TestClient;
 
 beforeAll(async () => {
   const cfgs = await clusterConfigs();
+  OTHER_CA = (await newSelfSignedCA({ subject: { commonName: "other" }, algorithm: "ecdsa" })).crt;
   const patch = parsePatch(
     `cluster:\n  adminKubeconfig:\n    certLifetime: 2h0m0s\n  acceptedCAs:\n    - crt: ${Buffer.from(OTHER_CA).toString("base64")}\n`,
   );

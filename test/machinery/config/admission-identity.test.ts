@@ -1,8 +1,9 @@
 /**
  * The promise admission makes: any config it accepts can be turned into the node's API identity. For seeded random
  * variants of the OS CA, its key, the certSANs and the hostname (and hand-picked edge cases), every config that
- * passes validateConfig goes through the real path: IdentityManager.modeFor (src/api/identity.ts, which issues the
- * server certificate with src/machinery/pki), then a real TLS handshake configured like the API listener, by a
+ * passes validateConfig goes through the real path: the MachineConfig resource → secrets.RootOSController →
+ * APICertSANsController → APIController (which issues the server certificate with src/machinery/pki) → the mode
+ * ApiIdentity serves (src/api/identity.ts), then a real TLS handshake configured like the API listener, by a
  * client holding a certificate from the config's CA and checking the server name as talosctl does, and the server
  * certificate must fit Go's 64 KiB handshake message limit.
  */
@@ -11,7 +12,17 @@ import { generateKeyPairSync, X509Certificate } from "node:crypto";
 import * as tls from "node:tls";
 import type { AddressInfo } from "node:net";
 import pino from "pino";
-import { IdentityManager } from "../../../src/api/identity.js";
+import { ApiIdentity } from "../../../src/api/identity.js";
+import { newResource } from "../../../src/machinery/resources/resource.js";
+import { readSpec } from "../../../src/machinery/resources/read.js";
+import { machineConfigPtr, machineTypePtr } from "../../../src/machinery/resources/types/config.js";
+import { HostnameStatusType, NodeAddressType } from "../../../src/machinery/resources/types/network.js";
+import { APICertsType, OSRootType } from "../../../src/machinery/resources/types/secrets.js";
+import { InMemoryState } from "../../../src/state/inmem.js";
+import { ControllerRuntime } from "../../../src/state/runtime/index.js";
+import { rootOSController } from "../../../src/controllers/secrets/root-os.js";
+import { apiCertSANsController } from "../../../src/controllers/secrets/api-cert-sans.js";
+import { apiCertsController } from "../../../src/controllers/secrets/api-certs.js";
 import type { ListenerMode } from "../../../src/api/transport/listener.js";
 import { loadConfig, validateConfig, type MachineConfig } from "../../../src/machinery/config/index.js";
 import { generateConfigs, type GeneratedConfigs } from "../../../src/machinery/generate/index.js";
@@ -26,8 +37,31 @@ import { rng, type Rng } from "./fuzz.js";
 const GO_MAX_HANDSHAKE = 65_536;
 
 const log = pino({ level: "silent" });
-const identity = () =>
-  new IdentityManager({ addresses: () => ["10.11.12.13", "fd00::7"], hostname: () => "host-name" }, log, () => {}, () => {});
+/** The mode the node serves for `cfg`, through the controllers and ApiIdentity, as a node would derive it. */
+async function modeFor(cfg: MachineConfig): Promise<ListenerMode> {
+  const s = new InMemoryState();
+  s.apply(newResource(machineConfigPtr, cfg), "");
+  s.apply(newResource(machineTypePtr, cfg.machineType()), "config.MachineTypeController");
+  const hostname = cfg.hostname() ?? "host-name";
+  s.apply(newResource({ namespace: "network", type: HostnameStatusType.type, id: "hostname" }, { hostname: hostname.split(".")[0], domainname: hostname.split(".").slice(1).join(".") }), "network");
+  s.apply(newResource({ namespace: "network", type: NodeAddressType.type, id: "accumulative-no-k8s" }, { addresses: ["10.11.12.13/24", "fd00::7/64"], sortAlgorithm: "v1" }), "network");
+  const rt = new ControllerRuntime(s, { backoff: { initialMs: 5, maxMs: 20 } });
+  for (const c of [rootOSController(), apiCertSANsController(), apiCertsController()]) rt.register(c);
+  rt.start();
+  try {
+    for (const end = Date.now() + 20_000; ; ) {
+      const root = readSpec(s, OSRootType, "os");
+      if (readSpec(s, APICertsType, "api") || (root && !root.issuingCA)) break;
+      const failed = rt.statuses().find((x) => x.lastError);
+      if (failed) throw new Error(`${failed.name}: ${failed.lastError}`);
+      if (Date.now() > end) throw new Error("no API certificate was issued");
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    return await new ApiIdentity(s, log).compute();
+  } finally {
+    await rt.stop();
+  }
+}
 
 let gen: GeneratedConfigs;
 let r: Rng;
@@ -82,13 +116,7 @@ async function handshake(mode: Extract<ListenerMode, { kind: "mtls" }>, ca: { cr
 
 /** Everything that must hold for an accepted config. */
 async function mustBuildIdentity(cfg: MachineConfig, what: string): Promise<void> {
-  const im = identity();
-  let mode: ListenerMode;
-  try {
-    mode = await im.modeFor(cfg);
-  } finally {
-    im.stopRenewal();
-  }
+  const mode = await modeFor(cfg);
   const key = cfg.machine?.ca?.key;
   expect(mode.kind, what).toBe(key ? "mtls" : "waiting");
   if (mode.kind !== "mtls") return;
