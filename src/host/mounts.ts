@@ -3,7 +3,7 @@
  * through the Syscalls interface. File access goes through `MountFs` so tests run on fakes.
  */
 import { mkdirSync, readFileSync } from "node:fs";
-import type { Syscalls } from "./syscalls.js";
+import { MS, type Syscalls } from "./syscalls.js";
 
 export interface MountInfoEntry {
   id: number;
@@ -14,6 +14,8 @@ export interface MountInfoEntry {
   fstype: string;
   source: string;
   superOptions: string;
+  /** The optional fields between the options and "-" (propagation: "shared:N", "master:N", ...). */
+  optional?: string;
 }
 
 // mountinfo escapes space, tab, newline and backslash as 3-digit octal (\040 ...).
@@ -36,6 +38,7 @@ export function parseMountInfo(text: string): MountInfoEntry[] {
       fstype: f[sep + 1],
       source: unescape(f[sep + 2] ?? ""),
       superOptions: f[sep + 3] ?? "",
+      optional: f.slice(6, sep).join(" "),
     });
   }
   return entries;
@@ -99,4 +102,22 @@ export function ensureMounted(sys: Pick<Syscalls, "mount">, spec: MountSpec, fs:
 /** Mounts in order and keeps going after a failure, so one bad mount does not hide the state of the others. */
 export function ensureMounts(sys: Pick<Syscalls, "mount">, specs: readonly MountSpec[], fs: MountFs = nodeMountFs): MountOutcome[] {
   return specs.map((spec) => ensureMounted(sys, spec, fs));
+}
+
+const MS_SHARED = 1 << 20;
+
+/**
+ * Make `path` a shared mount point of this mount namespace (bind-mounting it onto itself first if it is not one), so
+ * mounts made below it in another namespace that shares it (the kubelet's container, for pod volumes) show up here,
+ * where containerd resolves them. Idempotent.
+ */
+export function ensureSharedMount(sys: Pick<Syscalls, "mount">, path: string, fs: MountFs = nodeMountFs): void {
+  fs.mkdirp(path, 0o755);
+  const info = fs.readMountInfo();
+  const entry = info === null ? undefined : parseMountInfo(info).findLast((m) => m.mountPoint === path);
+  if (!entry) sys.mount(path, path, null, MS.BIND | MS.REC, null);
+  const again = fs.readMountInfo();
+  const now = again === null ? undefined : parseMountInfo(again).findLast((m) => m.mountPoint === path);
+  // mountinfo's optional fields carry "shared:N" for a shared mount.
+  if (!now || !/(^|\s)shared:\d+/.test(now.optional ?? "")) sys.mount("none", path, null, MS_SHARED | MS.REC, null);
 }

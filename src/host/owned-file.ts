@@ -70,3 +70,10 @@ async function unchanged(target: string, bytes: Buffer, mode: number, owner: Fil
 export async function ensureDir(dir: string, mode = 0o755): Promise<void> {
   await fs.mkdir(dir, { recursive: true, mode });
 }
+
+/** A folder with exactly this mode (and owner, where we may give it), created with its parents if missing. */
+export async function ensureOwnedDir(target: string, mode: number, owner?: FileOwner): Promise<void> {
+  await fs.mkdir(target, { recursive: true, mode });
+  await fs.chmod(target, mode);
+  if (owner && canChown()) await fs.chown(target, owner.uid, owner.gid);
+}

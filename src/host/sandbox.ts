@@ -18,6 +18,7 @@ import * as net from "node:net";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { MNT, MS, type Syscalls } from "./syscalls.js";
+import { reapV1Folder, removeV1Folder } from "./cgroups-v1.js";
 
 export interface SandboxNetwork {
   /** Enter this existing network namespace (`ip netns list`) and leave its setup to whoever made it. */
@@ -37,6 +38,8 @@ export interface LaunchOptions extends SandboxNetwork {
   id: string;
   /** The command to run inside: node + machined + its arguments. */
   argv: string[];
+  /** The node's cgroup folder: whatever is still in it when the node ends (pod and container processes) is killed. */
+  cgroupFolder?: string;
   log: (msg: string) => void;
 }
 
@@ -103,6 +106,13 @@ export async function launchSandbox(o: LaunchOptions): Promise<number> {
     for (const [s, h] of handlers) process.on(s, h);
     const code = await new Promise<number>((resolve) => child.on("exit", (c, sig) => resolve(c ?? (sig ? 128 : 1))));
     for (const [s, h] of handlers) process.off(s, h);
+    if (o.cgroupFolder) {
+      // Container shims and pods outlive their containerd by design; the node is gone, so they go too.
+      const killed = reapV1Folder(o.cgroupFolder);
+      if (killed.length) o.log(`sandbox: stopped ${killed.length} process(es) the node left running`);
+      await new Promise((r) => setTimeout(r, 200));
+      removeV1Folder(o.cgroupFolder);
+    }
     return code;
   } finally {
     undo();
@@ -140,7 +150,8 @@ export interface SandboxRootOptions {
 export function enterSandboxRoot(sys: Syscalls, o: SandboxRootOptions): void {
   const base = join(o.stateDir, "sandbox");
   const root = join(base, "root");
-  for (const d of [root, join(base, "etc", "upper"), join(base, "etc", "work"), join(o.stateDir, "var")]) mkdirSync(d, { recursive: true });
+  for (const d of ["etc", "usr"]) for (const l of ["upper", "work"]) mkdirSync(join(base, d, l), { recursive: true });
+  for (const d of [root, join(o.stateDir, "var")]) mkdirSync(d, { recursive: true });
   // Nothing we mount may propagate back to the host.
   sys.mount("none", "/", null, MS.REC | MS.PRIVATE, null);
   sys.mount("tmpfs", root, "tmpfs", MS.NOSUID | MS.NODEV, "mode=0755");
@@ -150,16 +161,20 @@ export function enterSandboxRoot(sys: Syscalls, o: SandboxRootOptions): void {
     sys.mount(src, at(dst), null, MS.BIND | (opts.rec ? MS.REC : 0), null);
     if (opts.ro) sys.mount("none", at(dst), null, MS.BIND | MS.REMOUNT | MS.RDONLY | (opts.rec ? MS.REC : 0), null);
   };
-  // The host's programs and libraries, read-only; merged-/usr symlinks kept as symlinks.
-  for (const d of ["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"]) {
+  // The host's programs and libraries; merged-/usr symlinks kept as symlinks. /usr and /etc are overlays, so the node
+  // can add what upstream's root has (/usr/libexec/kubernetes, /etc/kubernetes, /etc/cni) without touching the host's.
+  const overlay = (d: string) => {
+    mkdirSync(at(d));
+    sys.mount("overlay", at(d), "overlay", 0, `lowerdir=/${d},upperdir=${join(base, d, "upper")},workdir=${join(base, d, "work")}`);
+  };
+  overlay("usr");
+  for (const d of ["bin", "sbin", "lib", "lib32", "lib64", "libx32"]) {
     const host = `/${d}`;
     if (!existsSync(host)) continue;
     if (lstatSync(host).isSymbolicLink()) symlinkSync(readlinkSync(host), at(d));
     else bind(host, d, { ro: true, rec: true });
   }
-  // /etc: the host's, with the node's changes (hosts, resolv.conf, kubernetes, cni) in an overlay upper layer.
-  mkdirSync(at("etc"));
-  sys.mount("overlay", at("etc"), "overlay", 0, `lowerdir=/etc,upperdir=${join(base, "etc", "upper")},workdir=${join(base, "etc", "work")}`);
+  overlay("etc");
   bind("/dev", "dev", { rec: true });
   bind("/proc", "proc", { rec: true });
   // A fresh sysfs shows this network namespace's links; the cgroup hierarchies are the host's.

@@ -16,7 +16,7 @@ import { InMemoryState } from "../state/inmem.js";
 import type { State } from "../state/types.js";
 import { Node, type NodePower } from "../lifecycle/node.js";
 import { cgroupPrefixFor, SystemServices } from "../lifecycle/services.js";
-import { ensureV1Folder, isCgroupV1 } from "../host/cgroups-v1.js";
+import { ensureV1Folder, isCgroupV1, reapV1Folder } from "../host/cgroups-v1.js";
 import { InstallManager, type InstallManagerOptions } from "../lifecycle/install/manager.js";
 import type { MachineConfig } from "../machinery/config/index.js";
 import { readSpec } from "../machinery/resources/read.js";
@@ -99,7 +99,12 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
   const prefix = o.cgroupPrefix ?? cgroupPrefixFor(o.stateDir);
   const cgroupV1 = o.kubernetes ? isCgroupV1() : false;
   // The kubelet's cgroup root must exist in every v1 hierarchy before it starts; a sandbox's is a folder of its own.
-  if (o.kubernetes && o.sandbox && cgroupV1) ensureV1Folder(prefix);
+  if (o.kubernetes && o.sandbox && cgroupV1) {
+    // Containers of an earlier run of this node that outlived it (their shims) still hold its data and ports.
+    const reaped = reapV1Folder(prefix);
+    if (reaped.length) log.warn(`killed ${reaped.length} process(es) an earlier run of this node left in /${prefix}`);
+    ensureV1Folder(prefix);
+  }
   sink.attach(services.logSink());
 
   // The install manager needs the node (sequences, reboot) and the node needs the install hooks: both are built

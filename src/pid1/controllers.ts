@@ -27,6 +27,7 @@ import { kernelParamDefaultsController } from "../controllers/runtime/kernel-par
 import { kernelParamConfigController } from "../controllers/runtime/kernel-param-config.js";
 import { kernelParamSpecController } from "../controllers/runtime/kernel-param-spec.js";
 import { hostSysctls, isNetnsSysctl } from "../host/sysctl.js";
+import { realSyscalls } from "../host/syscalls.js";
 import { CRI_REGISTRY_HOSTS, ETCD_DATA, ETCD_PKI, ETCD_RECOVERY_SNAPSHOT, SYSTEM_NAMESPACE } from "../machinery/paths.js";
 import { readSpec } from "../machinery/resources/read.js";
 import { ETCD_ID, EtcdSpecType } from "../machinery/resources/types/etcd.js";
@@ -130,12 +131,24 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
           pkiDir: ETCD_PKI,
           recoverySnapshotPath: ETCD_RECOVERY_SNAPSHOT,
           dependsOn: ["cri"],
-          container: { ctr: cri, namespace: SYSTEM_NAMESPACE, image: () => readSpec(w.state, EtcdSpecType, ETCD_ID)?.image ?? "", source },
+          container: {
+            ctr: cri,
+            namespace: SYSTEM_NAMESPACE,
+            image: () => readSpec(w.state, EtcdSpecType, ETCD_ID)?.image ?? "",
+            source,
+            cgroup: `${k.cgroupParent ?? ""}/podruntime/etcd`,
+          },
         },
       }),
       kubeletServiceController({
         services: w.services,
-        service: { ctr: cri, source, fakeSysctls: k.sandbox ? KUBELET_KERNEL_DEFAULTS : undefined },
+        service: {
+          ctr: cri,
+          source,
+          cgroup: `${k.cgroupParent ?? ""}/podruntime/kubelet`,
+          fakeSysctls: k.sandbox ? KUBELET_KERNEL_DEFAULTS : undefined,
+          sharedKubeletDir: { sys: realSyscalls() },
+        },
       }),
     );
   }

@@ -31,6 +31,7 @@ export async function runSandboxLauncher(o: SandboxOptions, argv: string[]): Pro
     hostAddress: o.hostAddress,
     bridge: o.bridge,
     forward: o.forward,
+    cgroupFolder: cgroupPrefixFor(o.stateDir),
     argv: [process.execPath, ...process.execArgv, ...argv],
     log: (m) => console.error(m),
   });
@@ -54,8 +55,12 @@ export async function runSandboxedNode(o: SandboxOptions): Promise<RunningNode> 
     network: { manage: true, sandbox: true, etcRoot: "/etc" },
     startedAt: performance.now(),
   });
+  // The launcher relays the operator's signal, which may also reach us directly: stop once, ignore repeats.
+  let stopping = false;
   for (const sig of ["SIGINT", "SIGTERM"] as const) {
-    process.once(sig, () => {
+    process.on(sig, () => {
+      if (stopping) return;
+      stopping = true;
       running.log.info({ signal: sig }, "stopping");
       void running.stop().finally(() => process.exit(0));
     });

@@ -8,7 +8,7 @@
 import { parseCIDR, parseIP } from "../../machinery/config/net.js";
 import { pointer, readSpec } from "../../machinery/resources/read.js";
 import { ETCD_ID, EtcdConfigType, EtcdSpecType, type EtcdSpecSpec } from "../../machinery/resources/types/etcd.js";
-import { HOSTNAME_ID, HostnameStatusType, NETWORK_NS, NODE_ADDRESS, NodeAddressType, nodeAddressIPs } from "../../machinery/resources/types/network.js";
+import { HOSTNAME_ID, HostnameSpecType, HostnameStatusType, NETWORK_NS, NODE_ADDRESS, NodeAddressType, nodeAddressIPs } from "../../machinery/resources/types/network.js";
 import type { Controller } from "../../state/runtime/index.js";
 
 export function etcdSpecController(): Controller {
@@ -18,6 +18,7 @@ export function etcdSpecController(): Controller {
     inputs: [
       { ...pointer(EtcdConfigType, ETCD_ID), kind: "weak" },
       { ...pointer(HostnameStatusType, HOSTNAME_ID), kind: "weak" },
+      { ...pointer(HostnameSpecType, HOSTNAME_ID), kind: "weak" },
       { namespace: NETWORK_NS, type: NodeAddressType.type, id: NODE_ADDRESS.routedNoK8s, kind: "weak" },
       { namespace: NETWORK_NS, type: NodeAddressType.type, id: NODE_ADDRESS.currentNoK8s, kind: "weak" },
     ],
@@ -32,6 +33,9 @@ export function etcdSpecController(): Controller {
       const routed = nodeAddressIPs(readSpec(ctx, NodeAddressType, NODE_ADDRESS.routedNoK8s));
       const current = nodeAddressIPs(readSpec(ctx, NodeAddressType, NODE_ADDRESS.currentNoK8s));
       if (!hs || routed.length === 0) return;
+      // The member name is fixed once etcd runs: wait until the kernel has the hostname the node is meant to have.
+      const want = readSpec(ctx, HostnameSpecType, HOSTNAME_ID);
+      if (want && want.hostname !== hs.hostname) return;
       const exclude = (list: string[]) => list.map((c) => `!${c}`);
       let advertised: string[];
       if (config.advertiseValidSubnets?.length) {

@@ -24,7 +24,7 @@
  * test/machinery/config/admission-identity.test.ts runs the real issuance path on every config admitted here.
  */
 import { X509Certificate, type KeyObject } from "node:crypto";
-import { isIP } from "node:net";
+import { parseIPv4, parseIPv6 } from "./net.js";
 import { x509 } from "../pki/provider.js";
 import { ExtKeyUsage } from "../pki/certificate.js";
 import { decodePem, keyAlgorithm, parsePrivateKeyPem, PemLabel } from "../pki/pem.js";
@@ -47,7 +47,7 @@ export function looksLikeIP(s: string): boolean {
 /** Why `s` is not a valid IP SAN, or undefined. */
 export function ipProblem(s: string): string | undefined {
   if (s.includes("%")) return "is an IP address with a zone id, which a certificate cannot carry";
-  const v = isIP(s);
+  const v = parseIPv4(s) ? 4 : parseIPv6(s) ? 6 : 0;
   if (v === 0) return "is not a valid IP address";
   if (v === 6 && s.includes(".")) return "is an IPv6 address with an embedded IPv4 part; write it in hexadecimal groups only";
   return undefined;

@@ -375,10 +375,15 @@ export function flannelServiceAccount(): KubeObjectData {
   return { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "flannel", namespace: KUBE_SYSTEM, labels: { ...FLANNEL_LABELS } } };
 }
 
-/** The CNI chain the init container installs (flannel, whose plugin binary the node ships in /opt/cni/bin, then portmap). */
+/**
+ * The CNI chain the init container installs (flannel, whose plugin binary the node ships in /opt/cni/bin, then portmap).
+ * cniVersion 0.4.0 where upstream writes 1.0.0: the flannel plugin the node ships is containernetworking/plugins
+ * v0.9.1's (the newer flannel-io/cni-plugin cannot be fetched here), which speaks CNI up to 0.4.0.
+ */
+export const FLANNEL_CNI_VERSION = "0.4.0";
 const FLANNEL_CNI_CONF = `{
   "name": "cbr0",
-  "cniVersion": "1.0.0",
+  "cniVersion": "${FLANNEL_CNI_VERSION}",
   "plugins": [
     {
       "type": "flannel",

@@ -58,7 +58,9 @@ export function kubeletConfiguration(
   c.authorization = { mode: spec.skipNodeRegistration ? "AlwaysAllow" : "Webhook" };
   const parent = (opts.host?.cgroupParent ?? "").replace(/\/+$/, "");
   c.cgroupRoot = parent || "/";
-  c.systemCgroups = `${parent}/system`;
+  // systemCgroups makes the kubelet move every process of the root cgroup there: on a machine that is the node's
+  // own system processes (upstream), but a sandbox shares the host's tree and must not capture the host's.
+  if (!parent) c.systemCgroups = "/system";
   c.kubeletCgroups = `${parent}/podruntime/kubelet`;
   if (opts.host?.cgroupV1) c.failCgroupV1 = false;
   c.rotateCertificates = true;

@@ -36,6 +36,8 @@ export interface ContainerdRunnerOptions {
   cwd?: string;
   /** Join existing namespaces, e.g. ["pid:/proc/1/ns/pid"] for the host PID namespace. */
   withNs?: string[];
+  /** The task's cgroup (every v1 hierarchy): under the node's own folder, so a restart can reap what a crash left. */
+  cgroup?: string;
   /** Propagation of the container's rootfs ("shared" for a kubelet that mounts volumes). */
   rootfsPropagation?: string;
   gracefulStopMs?: number;
@@ -68,6 +70,7 @@ export class ContainerdRunner implements Runner {
     if (o.memoryLimitBytes) a.push("--memory-limit", String(o.memoryLimitBytes));
     for (const ns of o.withNs ?? []) a.push("--with-ns", ns);
     if (o.rootfsPropagation) a.push("--rootfs-propagation", o.rootfsPropagation);
+    if (o.cgroup) a.push("--cgroup", o.cgroup);
     for (const [k, v] of Object.entries(o.env ?? {})) a.push("--env", `${k}=${v}`);
     const labels = { ...o.labels, ...(logPath ? { [LOG_LABEL]: logPath } : {}) };
     for (const [k, v] of Object.entries(labels)) a.push("--label", `${k}=${v}`);

@@ -91,6 +91,11 @@ export function containerdConfig(p: ContainerdPaths, o: ContainerdConfigOptions 
       "    disable_tcp_service = true",
       ...(o.sandboxImage ? [`    sandbox_image = ${q(o.sandboxImage)}`] : []),
       ...(o.restrictOomScoreAdj ? ["    restrict_oom_score_adj = true"] : []),
+      '  [plugins."io.containerd.grpc.v1.cri".containerd]',
+      '    default_runtime_name = "runc"',
+      // Naming the runc table without its type leaves the pod runtime unnamed ("container.Runtime.Name must be set").
+      '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]',
+      '    runtime_type = "io.containerd.runc.v2"',
       '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]',
       // No systemd here or in the image: runc uses the cgroupfs driver.
       "    SystemdCgroup = false",

@@ -49,6 +49,8 @@ export interface EtcdContainer {
   namespace: string;
   image: () => string;
   source?: ImageSource;
+  /** The container's cgroup (upstream: /podruntime/etcd). */
+  cgroup?: string;
 }
 
 export interface EtcdServiceOptions {
@@ -205,6 +207,7 @@ export class EtcdService implements Service {
         { src: this.dataDir, dst: CONTAINER_DATA, options: ["rbind", "rw"] },
       ],
       netHost: true,
+      cgroup: c.cgroup,
       gracefulStopMs: this.o.gracefulStopMs,
     });
   }

@@ -11,6 +11,9 @@
 import { X509Certificate } from "node:crypto";
 import { join } from "node:path";
 import { hostFiles, writeFileAtomic, type Files } from "../../host/files/index.js";
+import { ensureOwnedDir } from "../../host/owned-file.js";
+import { ensureSharedMount } from "../../host/mounts.js";
+import type { Syscalls } from "../../host/syscalls.js";
 import { ContainerdRunner, type Mount } from "../runners/containerd.js";
 import { ensureImage, type Ctr, type ImageSource } from "../ctr.js";
 import { ServiceState, type Condition, type HealthSettings, type RestartSettings, type Runner, type Service, type StepContext } from "../types.js";
@@ -40,6 +43,10 @@ export interface KubeletServiceOptions {
   /** Root under which the files are written (tests); the container sees the same paths. Default "/". */
   root?: string;
   files?: Files;
+  /** Make /var/lib/kubelet a shared mount before the kubelet starts (on a node that owns its mounts). */
+  sharedKubeletDir?: { sys: Pick<Syscalls, "mount"> };
+  /** The container's cgroup (upstream: /podruntime/kubelet). */
+  cgroup?: string;
   /** Sandbox: sysctl values shown to the kubelet instead of the host's (key → value). */
   fakeSysctls?: Record<string, string>;
   healthUrl?: string;
@@ -88,13 +95,23 @@ export class KubeletService implements Service {
     return this.root === "/" ? p : join(this.root, p);
   }
 
+  /** HOST_RO entries present on this node, found in pre() (runc refuses a bind mount of a missing path). */
+  private hostReadOnly: [string, string][] = [];
+
   async pre(ctx: StepContext): Promise<void> {
     const f = this.files;
     const r = this.o.run;
-    for (const d of ["/etc/kubernetes/pki", "/var/lib/kubelet", "/var/log/pods", "/var/log/containers", "/etc/cni/net.d", "/usr/libexec/kubernetes"]) {
+    this.hostReadOnly = [];
+    for (const [src, dst] of HOST_RO) if (await f.exists(this.at(src))) this.hostReadOnly.push([src, dst]);
+    for (const d of ["/etc/kubernetes/pki", "/var/lib/kubelet/seccomp", "/var/log/pods", "/var/log/containers", "/etc/cni/net.d", "/usr/libexec/kubernetes"]) {
       await f.mkdir(this.at(d), { recursive: true });
     }
+    // Upstream's system volumes the kubelet's pods use: the API server (uid 65534) writes its audit log here.
+    await ensureOwnedDir(this.at("/var/log/audit"), 0o700);
+    await ensureOwnedDir(this.at("/var/log/audit/kube"), 0o700, { uid: 65534, gid: 65534 });
     for (const m of r.extraMounts) await f.mkdir(m.src, { recursive: true, mode: 0o700 });
+    // Pod volumes the kubelet mounts inside its container must reach containerd in the node's namespace.
+    if (this.o.sharedKubeletDir) ensureSharedMount(this.o.sharedKubeletDir.sys, this.at("/var/lib/kubelet"));
     if (r.bootstrapKubeconfig) await writeFileAtomic(f, this.at("/etc/kubernetes/bootstrap-kubeconfig"), r.bootstrapKubeconfig, 0o600);
     await writeFileAtomic(f, this.at("/etc/kubernetes/pki/ca.crt"), r.caPem, 0o400);
     await writeFileAtomic(f, this.at("/etc/kubernetes/kubelet.yaml"), r.configYaml, 0o600);
@@ -151,7 +168,7 @@ export class KubeletService implements Service {
       { src: "/var/log/containers", dst: "/var/log/containers", options: ["rbind", "rw"] },
       { src: "/var/log/pods", dst: "/var/log/pods", options: ["rbind", "rw"] },
     ];
-    for (const [src, dst] of HOST_RO) m.push({ src, dst, options: ["rbind", "ro"] });
+    for (const [src, dst] of this.hostReadOnly) m.push({ src, dst, options: ["rbind", "ro"] });
     return [...m, ...this.o.run.extraMounts];
   }
 
@@ -174,6 +191,7 @@ export class KubeletService implements Service {
       netHost: true,
       privileged: true,
       rootfsPropagation: "shared",
+      cgroup: this.o.cgroup,
       // Host PID namespace, as upstream (the kubelet inspects host processes); this process's is the host's.
       withNs: [`pid:/proc/${process.pid}/ns/pid`],
       gracefulStopMs: this.o.gracefulStopMs,
