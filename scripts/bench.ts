@@ -14,7 +14,7 @@
  * and against the floor streaming the replies machined sent, byte for byte (the cost of the wire alone).
  *
  * Environment: BENCH_ROUNDS (default 3), BENCH_LOAD_MS (per load phase, default 4000), BENCH_IDLE_MS
- * (idle window, default 5000), BENCH_SKIP_COSI=1 leaves out List/Watch, BENCH_SERVICES=1 adds
+ * (idle window, default 5000), BENCH_PARTS (default "sessions,cosi": either alone runs only that part), BENCH_SERVICES=1 adds
  * Bootstrap → etcd healthy (root, containerd, etcd).
  */
 import "reflect-metadata";
@@ -51,6 +51,7 @@ const PINNED = os.cpus().length >= 2;
 const SERVER_CPU = "0";
 const CLIENT_CPU = "1";
 const VERSION_PATH = "/machine.MachineService/Version";
+const PARTS = new Set((process.env.BENCH_PARTS ?? "sessions,cosi").split(","));
 
 // ---------------------------------------------------------------------------------------------- helpers
 
@@ -338,8 +339,8 @@ async function session(c: Contender, certs: Certs, load: LoadClient, startOnly: 
 
 // -------------------------------------------------------------------------------------------------- COSI
 
-const COSI_NS = "network";
-const COSI_TYPE = "AddressStatuses.net.talos.dev";
+const COSI_NS = "runtime";
+const COSI_TYPE = "MountStatuses.runtime.talos.dev";
 const WATCHERS = 100;
 
 interface CosiFigures {
@@ -466,6 +467,8 @@ async function buildHelpers(): Promise<void> {
     target: "node20",
     format: "esm",
     charset: "ascii",
+    // Maps let a --cpu-prof of a helper (bench-cosi.mjs) be read against the sources.
+    sourcemap: "linked",
     banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
     external: ["koffi"],
     logLevel: "warning",
@@ -602,11 +605,11 @@ async function main() {
     // Start-up alone, interleaved, more often (cheap); then full sessions.
     const figs: Record<string, Partial<SessionFigures>[]> = { machined: [], floor: [] };
     const starts: Record<string, Partial<SessionFigures>[]> = { machined: [], floor: [] };
-    for (let i = 0; i < 4; i++) {
+    for (let i = 0; i < (PARTS.has("sessions") ? 4 : 0); i++) {
       const order = i % 2 ? [...contenders].reverse() : contenders;
       for (const c of order) starts[c.name].push(await session(c, certs, load, true));
     }
-    for (let r = 0; r < ROUNDS; r++) {
+    for (let r = 0; r < (PARTS.has("sessions") ? ROUNDS : 0); r++) {
       const order = r % 2 ? [...contenders].reverse() : contenders;
       for (const c of order) {
         const f = await session(c, certs, load, false);
@@ -615,7 +618,7 @@ async function main() {
         process.stderr.write(`  round ${r + 1}/${ROUNDS} ${c.name}: done (load average ${loadavg()})\n`);
       }
     }
-    const cosi = process.env.BENCH_SKIP_COSI === "1" ? undefined : await cosiBench(template, certs, floorSetup, load);
+    const cosi = PARTS.has("cosi") ? await cosiBench(template, certs, floorSetup, load) : undefined;
 
     const pick = (name: string, get: (f: Partial<SessionFigures>) => number | undefined, from = figs) =>
       stat(from[name].map(get).filter((x): x is number => x !== undefined && Number.isFinite(x)));
