@@ -205,6 +205,10 @@ function installNodeAndAgent(root) {
   copy(path.join(SYSROOT, "opt/node/LICENSE"), path.join(root, "usr/share/doc/node/LICENSE"), 0o644);
   const lib = path.join(root, "usr/lib/machined");
   copy(AGENT, path.join(lib, "machined.mjs"), 0o644);
+  // scripts/build.mjs: the launcher above runs the bundle machined.cjs next to it, with its V8 code cache.
+  for (const f of ["machined.cjs", "machined.cjs.cache"]) {
+    if (fs.existsSync(path.join(path.dirname(AGENT), f))) copy(path.join(path.dirname(AGENT), f), path.join(lib, f), 0o644);
+  }
   // Packages the bundle keeps external because they carry native code: copy them with only this arch's binary.
   for (const name of EXTERNALS) {
     const src = path.join(TOP, "node_modules", name);
