@@ -2,7 +2,8 @@
  * What the network controllers share: options, the kernel observers (injectable so tests can feed
  * fixtures), reading the machine config, and the resource pointers they use.
  */
-import { loadConfig, type MachineConfig } from "../../machinery/config/index.js";
+import type { MachineConfig } from "../../machinery/config/index.js";
+import { activeConfig } from "../config/active.js";
 import type { Input, ReconcileContext } from "../../state/runtime/index.js";
 import type { NetTarget } from "../../host/net/apply.js";
 import type {
@@ -56,27 +57,18 @@ export interface NetworkEnv {
   retryMs: number;
 }
 
-const cache = new Map<string, MachineConfig | undefined>();
-
 /**
- * The active machine config, parsed (the resource holds the YAML text). A config that does not parse
- * is logged and treated as absent: it was validated when it was accepted, so this is not expected.
+ * The active machine config, parsed (the resource holds the YAML text). The parse is shared with every
+ * other controller reading the config (controllers/config/active.ts caches it by text). A config that does
+ * not parse is logged and treated as absent: it was validated when it was accepted, so this is not expected.
  */
 export function readConfig(ctx: ReconcileContext): MachineConfig | undefined {
-  const r = ctx.get({ namespace: CONFIG_NS, type: MACHINE_CONFIG_TYPE, id: MACHINE_CONFIG_ID });
-  if (!r || typeof r.spec !== "string") return undefined;
-  const text = r.spec;
-  if (cache.has(text)) return cache.get(text);
-  let cfg: MachineConfig | undefined;
   try {
-    cfg = loadConfig(text);
+    return activeConfig(ctx);
   } catch (err) {
     ctx.log("machine config does not parse; ignoring it", { error: String(err) });
+    return undefined;
   }
-  // Every network controller parses the same text; keep only the latest to bound memory.
-  cache.clear();
-  cache.set(text, cfg);
-  return cfg;
 }
 
 /** The typed `machine.network` section, or an empty one. */
