@@ -111,7 +111,7 @@ describe("COSI encodings per resource version", () => {
     const c = ctx();
     let events = 0;
     const done = h.Watch(create(WatchRequestSchema, { namespace: NS, type: TYPE, id: "a", apiVersion: 1 }), async (m: MessageInitShape<typeof WatchResponseSchema>) => {
-      events += m.event?.length ?? 0;
+      events += wire(WatchResponseSchema, m).event.length;
     }, c);
     await eventually(() => events === 1, 5000, "current state");
     for (let i = 1; i <= 30; i++) {

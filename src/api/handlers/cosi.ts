@@ -14,6 +14,7 @@ import {
   EventSchema,
   GetResponseSchema,
   ListResponseSchema,
+  WatchResponseSchema,
   type GetRequest,
   type ListRequest,
   type WatchRequest,
@@ -78,11 +79,32 @@ function carrying<M extends Message>(msg: M, fields: Array<[number, Uint8Array |
   return msg;
 }
 
-// Field numbers of the Resource-typed fields (cosi/state.proto).
+// Field numbers of the Resource-typed fields (cosi/state.proto), and of WatchResponse.event.
 const GET_RESOURCE = 1;
 const LIST_RESOURCE = 1;
 const EVENT_RESOURCE = 1;
 const EVENT_OLD = 3;
+const WATCH_EVENT = 1;
+
+/** The last event encoded for a resource version: every watcher of a kind gets the same one. */
+const encodedEvents = new WeakMap<object, { t: ResourceType; type: WatchEvent["type"]; old?: object; error?: string; field: Uint8Array }>();
+
+/** An `Event` as the value of a length-delimited field, encoded once per (event, resource version). */
+function eventField(e: WatchEvent, t: ResourceType): Uint8Array {
+  const tombstone = e.type === "bootstrapped" || e.resource.metadata.version === 0;
+  const key = tombstone ? undefined : versionKey(e.resource);
+  const old = e.old ? versionKey(e.old) : undefined;
+  const cacheable = key !== undefined && (e.old === undefined || old !== undefined);
+  const hit = cacheable ? encodedEvents.get(key) : undefined;
+  if (hit && hit.t === t && hit.type === e.type && hit.old === old && hit.error === e.error) return hit.field;
+  const msg = carrying(create(EventSchema, { eventType: wireType[e.type], error: e.error }), [
+    [EVENT_RESOURCE, resourceField(e.resource, t, tombstone)],
+    [EVENT_OLD, e.old ? resourceField(e.old, t) : undefined],
+  ]);
+  const field = new BinaryWriter().bytes(toBinary(EventSchema, msg)).finish();
+  if (cacheable) encodedEvents.set(key, { t, type: e.type, old, error: e.error, field });
+  return field;
+}
 
 function checkAccess(deps: ApiDeps, ctx: CallContext, namespace: string, type: string): ResourceType {
   const t = deps.types.get(type);
@@ -200,16 +222,12 @@ export function cosiHandlers(deps: ApiDeps): Handlers {
       try {
         while (!ctx.signal.aborted) {
           const batch = queue.splice(0).filter((e) => !(legacy && (e.type === "bootstrapped" || e.type === "errored" || e.type === "noop")));
-          const wire = batch.map((e) =>
-            carrying(create(EventSchema, { eventType: wireType[e.type], error: e.error }), [
-              [EVENT_RESOURCE, resourceField(e.resource, t, e.type === "bootstrapped" || e.resource.metadata.version === 0)],
-              [EVENT_OLD, e.old ? resourceField(e.old, t) : undefined],
-            ]),
-          );
+          const events = batch.map((e) => eventField(e, t));
+          const reply = (fields: Uint8Array[]) => carrying(create(WatchResponseSchema), fields.map((f) => [WATCH_EVENT, f] as [number, Uint8Array]));
           if (o?.aggregated) {
-            if (wire.length) await send({ event: wire });
+            if (events.length) await send(reply(events));
           } else {
-            for (const w of wire) await send({ event: [w] });
+            for (const ev of events) await send(reply([ev]));
           }
           if (batch.some((e) => e.type === "errored")) return;
           await new Promise<void>((resolve) => {
