@@ -208,6 +208,10 @@ function installNodeAndAgent(root) {
   // The bill of materials `npm run build` writes beside the bundle (SBOMItems reads it from there).
   const sbom = path.join(path.dirname(AGENT), "sbom.json");
   if (fs.existsSync(sbom)) copy(sbom, path.join(lib, "sbom.json"), 0o644);
+  // scripts/build.mjs: the launcher above runs the bundle machined.cjs next to it, with its V8 code cache.
+  for (const f of ["machined.cjs", "machined.cjs.cache"]) {
+    if (fs.existsSync(path.join(path.dirname(AGENT), f))) copy(path.join(path.dirname(AGENT), f), path.join(lib, f), 0o644);
+  }
   // Packages the bundle keeps external because they carry native code: copy them with only this arch's binary.
   for (const name of EXTERNALS) {
     const src = path.join(TOP, "node_modules", name);

@@ -79,7 +79,8 @@ export function parseSeekOutput(text: string, fileSize: number): [number, number
 
 const COPY_CHUNK = 4 * 1024 * 1024;
 
-const ZERO_CHUNK = Buffer.alloc(COPY_CHUNK);
+// Allocated on first use: 4 MiB every start of the agent would otherwise hold for the rare mkfs.
+let zeroChunk: Buffer | undefined;
 
 /**
  * `targetIsZero`: the region is known to read as zeros (a freshly truncated image), so all-zero chunks — mkfs
@@ -98,7 +99,7 @@ export async function mkfsXfsRegion(target: BlockIO, imagePath: string, r: Regio
         for (let off = start; off < end; off += COPY_CHUNK) {
           const len = Math.min(COPY_CHUNK, end - off);
           const chunk = await src.read(off, len);
-          if (targetIsZero && chunk.equals(ZERO_CHUNK.subarray(0, len))) continue;
+          if (targetIsZero && chunk.equals((zeroChunk ??= Buffer.alloc(COPY_CHUNK)).subarray(0, len))) continue;
           await target.write(r.offset + off, chunk);
         }
       }

@@ -8,12 +8,13 @@
  */
 import { cloneResource, type Pointer, type Resource } from "../machinery/resources/resource.js";
 import { alreadyExists, ApiError, Code, failedPrecondition, invalidArgument, notFound } from "../machinery/errors.js";
-import type { ListOptions, State, Unsubscribe, WatchEvent, WatchKindOptions } from "./types.js";
+import type { ListOptions, State, Unsubscribe, WatchEvent, WatchKindOptions, WatchOptions } from "./types.js";
 import { deepEqual } from "./equal.js";
 import { History } from "./history.js";
 import { matchesQuery } from "./query.js";
 import { Subscriber } from "./subscriber.js";
 import { describe, kindEvent, tombstone } from "./tombstone.js";
+import { handOut, stored as markStored } from "./versions.js";
 
 export interface InMemoryStateOptions {
   /** Events kept per kind for `tailEvents` (COSI's default history is of this order). */
@@ -27,13 +28,18 @@ interface KindWatch {
   opts: ListOptions;
 }
 
+interface IdWatch {
+  sub: Subscriber;
+  readOnly: boolean;
+}
+
 interface Kind {
   namespace: string;
   type: string;
   items: Map<string, Resource>;
   history: History;
   kindWatches: Set<KindWatch>;
-  idWatches: Map<string, Set<Subscriber>>;
+  idWatches: Map<string, Set<IdWatch>>;
 }
 
 export class InMemoryState implements State {
@@ -48,16 +54,17 @@ export class InMemoryState implements State {
 
   get(ptr: Pointer): Resource | undefined {
     const r = this.kind(ptr.namespace, ptr.type, false)?.items.get(ptr.id);
-    return r && cloneResource(r);
+    return r && handOut(r);
   }
 
   list(namespace: string, type: string, opts?: ListOptions): Resource[] {
     const kind = this.kind(namespace, type, false);
     if (!kind) return [];
+    const readOnly = opts?.readOnly === true;
     return [...kind.items.values()]
       .filter((r) => matchesQuery(r.metadata, opts))
       .sort((a, b) => compareIds(a.metadata.id, b.metadata.id))
-      .map(cloneResource);
+      .map((r) => handOut(r, readOnly));
   }
 
   create(r: Resource, owner: string): Resource {
@@ -67,7 +74,7 @@ export class InMemoryState implements State {
     const stored = cloneResource(r);
     Object.assign(stored.metadata, { version: 1, owner, created: now, updated: now });
     this.store(kind, stored, { type: "created", resource: stored });
-    return cloneResource(stored);
+    return handOut(stored);
   }
 
   update(r: Resource, owner: string): Resource {
@@ -83,7 +90,7 @@ export class InMemoryState implements State {
       deepEqual(current.spec, r.spec) &&
       deepEqual(current.metadata.labels, r.metadata.labels) &&
       deepEqual(current.metadata.annotations, r.metadata.annotations);
-    if (unchanged) return cloneResource(current);
+    if (unchanged) return handOut(current);
     // Finalizers and phase belong to the stored resource: an applier only states the desired content.
     const next = cloneResource(r);
     next.metadata.finalizers = [...current.metadata.finalizers];
@@ -122,23 +129,25 @@ export class InMemoryState implements State {
     this.editFinalizers(ptr, (f) => f.filter((n) => !names.includes(n)));
   }
 
-  watch(ptr: Pointer, cb: (e: WatchEvent) => void): Unsubscribe {
+  watch(ptr: Pointer, cb: (e: WatchEvent) => void, opts?: WatchOptions): Unsubscribe {
     const kind = this.kind(ptr.namespace, ptr.type, true);
     let subs = kind.idWatches.get(ptr.id);
     if (!subs) kind.idWatches.set(ptr.id, (subs = new Set()));
     const set = subs;
-    const sub = this.subscriber(kind, cb, () => {
-      set.delete(sub);
+    const readOnly = opts?.readOnly === true;
+    const watch: IdWatch = { sub: undefined as unknown as Subscriber, readOnly };
+    watch.sub = this.subscriber(kind, cb, () => {
+      set.delete(watch);
       if (set.size === 0 && kind.idWatches.get(ptr.id) === set) kind.idWatches.delete(ptr.id);
     });
-    set.add(sub);
+    set.add(watch);
     const current = kind.items.get(ptr.id);
-    sub.push(
+    watch.sub.push(
       current
-        ? { type: "created", resource: cloneResource(current) }
+        ? { type: "created", resource: handOut(current, readOnly) }
         : { type: "destroyed", resource: tombstone(ptr.namespace, ptr.type, ptr.id) },
     );
-    return () => sub.cancel();
+    return () => watch.sub.cancel();
   }
 
   watchKind(namespace: string, type: string, opts: WatchKindOptions, cb: (e: WatchEvent) => void): Unsubscribe {
@@ -207,11 +216,11 @@ export class InMemoryState implements State {
       updated: new Date(),
     });
     this.store(kind, next, { type: "updated", resource: next, old: current });
-    return cloneResource(next);
+    return handOut(next);
   }
 
   private store(kind: Kind, stored: Resource, event: WatchEvent): void {
-    kind.items.set(stored.metadata.id, stored);
+    kind.items.set(stored.metadata.id, markStored(stored));
     this.publish(kind, event);
   }
 
@@ -221,7 +230,7 @@ export class InMemoryState implements State {
       const e = kindEvent(event, w.opts);
       if (e) w.sub.push(e);
     }
-    for (const sub of kind.idWatches.get(event.resource.metadata.id) ?? []) sub.push(kindEvent(event)!);
+    for (const w of kind.idWatches.get(event.resource.metadata.id) ?? []) w.sub.push(kindEvent(event, w.readOnly ? READ_ONLY : undefined)!);
   }
 
   private kind(namespace: string, type: string, create: true): Kind;
@@ -243,6 +252,8 @@ export class InMemoryState implements State {
     return kind;
   }
 }
+
+const READ_ONLY: ListOptions = { readOnly: true };
 
 /** Go sorts ids as byte strings; plain `<` on UTF-16 agrees for the ASCII ids resources use. */
 function compareIds(a: string, b: string): number {

@@ -2,9 +2,10 @@
  * Small helpers shared by stores: tombstones, pointer descriptions for error messages, and the
  * per-watcher view of an event.
  */
-import { cloneResource, type Pointer, type Resource } from "../machinery/resources/resource.js";
+import type { Pointer, Resource } from "../machinery/resources/resource.js";
 import type { ListOptions, WatchEvent } from "./types.js";
 import { matchesQuery } from "./query.js";
+import { handOut } from "./versions.js";
 
 /**
  * Metadata-only resource for "does not exist" and marker events. Version 0 means "undefined" (the API
@@ -39,13 +40,15 @@ export function describe(ptr: Pointer): string {
 }
 
 /**
- * What a kind watcher with query `opts` sees of `e`, as a fresh copy; undefined when filtered out.
+ * What a kind watcher with query `opts` sees of `e`, as a fresh copy (the stored objects themselves for
+ * a read-only watcher); undefined when filtered out.
  * An update that moves a resource into (out of) the query is seen as created (destroyed), as in COSI.
  */
 export function kindEvent(e: WatchEvent, opts?: ListOptions): WatchEvent | undefined {
+  const readOnly = opts?.readOnly === true;
   const copy = (type: WatchEvent["type"], withOld: boolean): WatchEvent => {
-    const out: WatchEvent = { type, resource: cloneResource(e.resource) };
-    if (withOld && e.old) out.old = cloneResource(e.old);
+    const out: WatchEvent = { type, resource: handOut(e.resource, readOnly) };
+    if (withOld && e.old) out.old = handOut(e.old, readOnly);
     if (e.error !== undefined) out.error = e.error;
     return out;
   };

@@ -31,6 +31,17 @@ export interface ListOptions {
   labels?: LabelTerm[];
   /** Regular expression an id must match (already validated by the caller). */
   idRegexp?: RegExp;
+  /**
+   * The caller only reads what it is given (the API encoding resources for the wire): the store may hand
+   * out its own immutable objects instead of copies, which a List of thousands or an event fanned out to
+   * many watchers would otherwise pay for. Such objects must never be modified.
+   */
+  readOnly?: boolean;
+}
+
+export interface WatchOptions {
+  /** As ListOptions.readOnly, for the events' resources. */
+  readOnly?: boolean;
 }
 
 export interface WatchKindOptions extends ListOptions {
@@ -54,7 +65,7 @@ export interface State {
   /** Throws NotFound if absent, PermissionDenied if owner differs. */
   destroy(ptr: Pointer, owner: string): void;
   /** Watch one resource: first event is its current state (created) or a destroyed tombstone. */
-  watch(ptr: Pointer, cb: (e: WatchEvent) => void): Unsubscribe;
+  watch(ptr: Pointer, cb: (e: WatchEvent) => void, opts?: WatchOptions): Unsubscribe;
   /** Watch a whole kind (namespace + type). */
   watchKind(namespace: string, type: string, opts: WatchKindOptions, cb: (e: WatchEvent) => void): Unsubscribe;
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ApiError, Code } from "../../src/machinery/errors.js";
 import { InMemoryState } from "../../src/state/inmem.js";
+import { versionKey } from "../../src/state/versions.js";
+import type { WatchEvent } from "../../src/state/types.js";
 import { runStateConformance } from "./conformance.js";
 import { NS, Recorder, TYPE, settle, widget } from "./helpers.js";
 
@@ -72,5 +74,53 @@ describe("InMemoryState specifics", () => {
     const applied = s.apply(widget("a", { n: 2 }), "owner");
     expect(applied.metadata.finalizers).toEqual(["user"]);
     expect(applied.metadata.phase).toBe("tearingDown");
+  });
+});
+
+describe("InMemoryState versions and read-only access", () => {
+  const ptr = (id: string) => ({ namespace: NS, type: TYPE, id });
+  it("every copy of one version shares its versionKey; a new version, or the same number after re-creation, does not", () => {
+    const s = new InMemoryState();
+    s.create(widget("a", { n: 1 }), "owner");
+    const k1 = versionKey(s.get(ptr("a"))!);
+    expect(k1).toBeDefined();
+    expect(versionKey(s.list(NS, TYPE)[0])).toBe(k1);
+    s.apply(widget("a", { n: 1 }), "owner"); // unchanged: same version
+    expect(versionKey(s.get(ptr("a"))!)).toBe(k1);
+    s.update(widget("a", { n: 2 }), "owner");
+    const k2 = versionKey(s.get(ptr("a"))!);
+    expect(k2).not.toBe(k1);
+    s.destroy(ptr("a"), "owner");
+    s.create(widget("a", { n: 3 }), "owner");
+    expect(s.get(ptr("a"))!.metadata.version).toBe(1);
+    expect(versionKey(s.get(ptr("a"))!)).not.toBe(k1);
+    expect(versionKey(widget("x", {}))).toBeUndefined();
+  });
+
+  it("read-only lists and watches hand out the stored objects, others get copies", async () => {
+    const s = new InMemoryState();
+    s.create(widget("a", { n: 1 }), "owner");
+    const [r1] = s.list(NS, TYPE, { readOnly: true });
+    const [r2] = s.list(NS, TYPE, { readOnly: true });
+    expect(r1).toBe(r2);
+    expect(s.list(NS, TYPE)[0]).not.toBe(r1);
+    const seen: Record<string, WatchEvent[]> = { ro1: [], ro2: [], copy: [], id: [] };
+    const stops = [
+      s.watchKind(NS, TYPE, { readOnly: true }, (e) => seen.ro1.push(e)),
+      s.watchKind(NS, TYPE, { readOnly: true }, (e) => seen.ro2.push(e)),
+      s.watchKind(NS, TYPE, {}, (e) => seen.copy.push(e)),
+      s.watch(ptr("a"), (e) => seen.id.push(e), { readOnly: true }),
+    ];
+    await settle();
+    s.update(widget("a", { n: 2 }), "owner");
+    await settle();
+    const last = (k: string) => seen[k].at(-1)!;
+    expect(last("ro1").resource).toBe(last("ro2").resource);
+    expect(last("ro1").old).toBe(last("ro2").old);
+    expect(last("id").resource).toBe(last("ro1").resource);
+    expect(last("copy").resource).not.toBe(last("ro1").resource);
+    expect(last("copy").resource).toEqual(last("ro1").resource);
+    expect(versionKey(last("copy").resource)).toBe(versionKey(last("ro1").resource));
+    for (const stop of stops) stop();
   });
 });

@@ -1,4 +1,4 @@
-/** network.AddressStatusController: mirrors the kernel's addresses into AddressStatus resources (polled, see link_status.ts). */
+/** network.AddressStatusController: mirrors the kernel's addresses into AddressStatus resources (woken by the kernel's change notifications, see link-status.ts). */
 import type { Controller } from "../../state/runtime/index.js";
 import { AddressStatusType, LinkRefreshType } from "../../machinery/resources/types/network.js";
 import { mirror, NETWORK_NS, type NetworkEnv } from "./shared.js";
@@ -10,7 +10,7 @@ export function addressStatusController(env: NetworkEnv): Controller {
     outputs: [{ type: AddressStatusType.type, kind: "exclusive" }],
     async reconcile(ctx) {
       mirror(ctx, AddressStatusType.type, await env.observe.addresses());
-      return { requeueAfterMs: env.pollMs };
     },
+    wakeups: (wake) => env.observe.watch("addresses", wake),
   };
 }

@@ -42,7 +42,8 @@ export function hostnameSpecController(env: NetworkEnv): Controller {
         }
       }
       ctx.apply({ ...ptr, spec: (await env.observe.hostname()).spec });
-      return { requeueAfterMs: env.pollMs };
     },
+    // The kernel's name is reported (PID 1, or local mode without a configured one): follow its changes.
+    wakeups: target?.kind === "netns" ? undefined : (wake) => env.observe.watch("hostname", wake),
   };
 }

@@ -4,6 +4,7 @@
  * when machined owns it — `manage: true` with either a network namespace it was given or `pid1: true`
  * (checked against the real PID). In local mode (`manage: false`) nothing here changes the host.
  */
+import path from "node:path";
 import type { Controller } from "../../state/runtime/index.js";
 import { netnsTarget, pid1Target, sandboxTarget, type NetTarget } from "../../host/net/apply.js";
 import {
@@ -12,6 +13,9 @@ import {
   observeLinks,
   observeResolvers,
   observeRoutes,
+  watchFiles,
+  watchHostname,
+  watchKernel,
 } from "../../host/net/index.js";
 import { addressMergeController } from "./address-merge.js";
 import { addressSpecController } from "./address-spec.js";
@@ -49,11 +53,9 @@ export interface NetworkControllerOptions {
   etcRoot?: string;
   /** Root for reading the host's hostname/resolv.conf/sysfs in observe mode (tests); default "/". */
   hostRoot?: string;
-  /** Kernel poll interval, default 5000 ms. */
-  pollMs?: number;
   /** Retry interval while the kernel does not match yet, default 1000 ms. */
   retryMs?: number;
-  /** Replace kernel observations (tests). */
+  /** Replace kernel observations and their change notifications (tests). */
   observe?: Partial<Observers>;
   /** Replace DHCP lease acquisition (tests). */
   dhcpLease?: LeaseFn;
@@ -68,6 +70,10 @@ export function networkTarget(opts: Pick<NetworkControllerOptions, "netns" | "ma
   throw new Error("network: manage requires a network namespace (netns) or pid1: true; refusing to change the host network");
 }
 
+/**
+ * The kernel read over rtnetlink (no child process), woken by its link/address/route notifications;
+ * resolv.conf and the hostname woken by inotify and the hostname sysctl's poll(2) notification.
+ */
 export function defaultObservers(opts: Pick<NetworkControllerOptions, "netns" | "hostRoot">): Observers {
   const netns = opts.netns;
   const root = opts.hostRoot;
@@ -77,6 +83,13 @@ export function defaultObservers(opts: Pick<NetworkControllerOptions, "netns" | 
     routes: () => observeRoutes({ netns }),
     resolvers: () => observeResolvers({ root }),
     hostname: () => observeHostname({ root }),
+    watch(kind, onChange) {
+      if (kind === "resolvers") return watchFiles([path.join(root ?? "/", "etc/resolv.conf")], onChange);
+      if (kind === "hostname") return watchHostname(onChange, { root });
+      return watchKernel(netns, (kinds) => {
+        if (kinds.has(kind)) onChange();
+      });
+    },
   };
 }
 
@@ -86,7 +99,7 @@ export function networkControllers(opts: NetworkControllerOptions): Controller[]
     observe: { ...defaultObservers(opts), ...opts.observe },
     target,
     etcRoot: opts.etcRoot ?? "/etc",
-    pollMs: opts.pollMs ?? 5000,
+    watchFiles,
     retryMs: opts.retryMs ?? 1000,
   };
   const controllers: Controller[] = [
@@ -112,4 +125,4 @@ export function networkControllers(opts: NetworkControllerOptions): Controller[]
   return controllers;
 }
 
-export type { Observers } from "./shared.js";
+export type { ObservedKind, Observers } from "./shared.js";

@@ -1,7 +1,7 @@
 /**
- * network.LinkStatusController: mirrors the kernel's links into LinkStatus resources. It polls (there is
- * no netlink subscription in Node without a native addon) and looks again at once when an apply
- * controller bumps a LinkRefresh after changing the kernel.
+ * network.LinkStatusController: mirrors the kernel's links into LinkStatus resources. It looks again when
+ * the kernel announces a link change (rtnetlink RTNLGRP_LINK) and when an apply controller bumps a
+ * LinkRefresh after changing the kernel; nothing runs while the links stay as they are.
  */
 import type { Controller } from "../../state/runtime/index.js";
 import { LinkRefreshType, LinkStatusType } from "../../machinery/resources/types/network.js";
@@ -14,7 +14,7 @@ export function linkStatusController(env: NetworkEnv): Controller {
     outputs: [{ type: LinkStatusType.type, kind: "exclusive" }],
     async reconcile(ctx) {
       mirror(ctx, LinkStatusType.type, await env.observe.links());
-      return { requeueAfterMs: env.pollMs };
     },
+    wakeups: (wake) => env.observe.watch("links", wake),
   };
 }

@@ -1,7 +1,7 @@
 /**
  * network.ResolverSpecController: ResolverStatus `resolvers`. When machined owns the network the status
- * is the spec (the resolv.conf we write, etc_files.ts, is rendered from it, as upstream); otherwise it is
- * what the host's /etc/resolv.conf says, polled.
+ * is the spec (the resolv.conf we write, etc-files.ts, is rendered from it, as upstream); otherwise it is
+ * what the host's /etc/resolv.conf says, read again whenever inotify reports the file changed.
  */
 import type { Controller } from "../../state/runtime/index.js";
 import { ResolverSpecType, ResolverStatusType, type ResolverSpecSpec, type ResolverStatusSpec } from "../../machinery/resources/types/network.js";
@@ -17,7 +17,7 @@ export function resolverSpecController(env: NetworkEnv): Controller {
       const ptr = { namespace: NETWORK_NS, type: ResolverStatusType.type, id: RESOLVER_ID };
       if (!env.target) {
         ctx.apply({ ...ptr, spec: (await env.observe.resolvers()).spec });
-        return { requeueAfterMs: env.pollMs };
+        return;
       }
       const spec = ctx.get({ namespace: NETWORK_NS, type: ResolverSpecType.type, id: RESOLVER_ID })?.spec as ResolverSpecSpec | undefined;
       if (!spec) {
@@ -31,5 +31,7 @@ export function resolverSpecController(env: NetworkEnv): Controller {
       };
       ctx.apply({ ...ptr, spec: status });
     },
+    // Only the host's resolv.conf is observed; a managed status follows the spec alone.
+    wakeups: env.target ? undefined : (wake) => env.observe.watch("resolvers", wake),
   };
 }

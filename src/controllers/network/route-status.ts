@@ -1,4 +1,4 @@
-/** network.RouteStatusController: mirrors the kernel's routes (all tables) into RouteStatus resources (polled, see link_status.ts). */
+/** network.RouteStatusController: mirrors the kernel's routes (all tables) into RouteStatus resources (woken by the kernel's change notifications, see link-status.ts). */
 import type { Controller } from "../../state/runtime/index.js";
 import { LinkRefreshType, RouteStatusType } from "../../machinery/resources/types/network.js";
 import { mirror, NETWORK_NS, type NetworkEnv } from "./shared.js";
@@ -10,7 +10,7 @@ export function routeStatusController(env: NetworkEnv): Controller {
     outputs: [{ type: RouteStatusType.type, kind: "exclusive" }],
     async reconcile(ctx) {
       mirror(ctx, RouteStatusType.type, await env.observe.routes());
-      return { requeueAfterMs: env.pollMs };
     },
+    wakeups: (wake) => env.observe.watch("routes", wake),
   };
 }

@@ -23,13 +23,18 @@ export interface Observed<S> {
   spec: S;
 }
 
-/** Reads of the kernel state, one call per poll. */
+/** What the observers read; each kind can be watched for changes. */
+export type ObservedKind = "links" | "addresses" | "routes" | "resolvers" | "hostname";
+
+/** Reads of the kernel state, and the kernel's (or the file system's) word that one may have changed. */
 export interface Observers {
   links(): Promise<Array<Observed<LinkStatusSpec>>>;
   addresses(): Promise<Array<Observed<AddressStatusSpec>>>;
   routes(): Promise<Array<Observed<RouteStatusSpec>>>;
   resolvers(): Promise<Observed<ResolverStatusSpec>>;
   hostname(): Promise<Observed<HostnameStatusSpec>>;
+  /** Calls `onChange` whenever `kind` may have changed (no polling); returns the unsubscribe function. */
+  watch(kind: ObservedKind, onChange: () => void): () => void;
 }
 
 /** What the controllers need at run time, resolved from NetworkControllerOptions by index.ts. */
@@ -39,7 +44,8 @@ export interface NetworkEnv {
   target?: NetTarget;
   /** Folder that receives resolv.conf and hosts (manage mode), or whose files are checked (observe mode). */
   etcRoot: string;
-  pollMs: number;
+  /** Calls `onChange` when one of `files` may have changed; returns the unsubscribe function. */
+  watchFiles(files: string[], onChange: () => void): () => void;
   /** How soon to look again while the kernel does not yet match the specs. */
   retryMs: number;
 }

@@ -3,7 +3,7 @@
  * addressReady = NodeAddress `current` is not empty; connectivityReady = a default route exists (we run
  * no probes); hostnameReady = HostnameStatus exists; etcFilesReady = `hosts` and `resolv.conf` exist in
  * the etc folder (the one we write when managing the network, else the host's). Files are not resources
- * here, so the controller looks again soon while they are missing.
+ * here, so the controller watches the folder for them (inotify) instead of looking again periodically.
  */
 import path from "node:path";
 import { hostFiles, type Files } from "../../host/files/index.js";
@@ -21,6 +21,7 @@ import { HOSTNAME_ID } from "./hostname-merge.js";
 import { NETWORK_NS, type NetworkEnv } from "./shared.js";
 
 export const STATUS_ID = "status";
+const ETC_FILES = ["hosts", "resolv.conf"];
 
 export function statusController(env: NetworkEnv, files: Files = hostFiles): Controller {
   return {
@@ -34,7 +35,7 @@ export function statusController(env: NetworkEnv, files: Files = hostFiles): Con
     async reconcile(ctx) {
       const current = ctx.get({ namespace: NETWORK_NS, type: NodeAddressType.type, id: "current" })?.spec as NodeAddressSpec | undefined;
       const routes = ctx.list(NETWORK_NS, RouteStatusType.type).map((r) => r.spec as RouteStatusSpec);
-      const present = await Promise.all(["hosts", "resolv.conf"].map((f) => files.exists(path.join(env.etcRoot, f))));
+      const present = await Promise.all(ETC_FILES.map((f) => files.exists(path.join(env.etcRoot, f))));
       const spec: NetworkStatusSpec = {
         addressReady: (current?.addresses.length ?? 0) > 0,
         // Upstream tests for a zero destination in any table; the local table has none.
@@ -43,7 +44,7 @@ export function statusController(env: NetworkEnv, files: Files = hostFiles): Con
         etcFilesReady: present.every(Boolean),
       };
       ctx.apply({ namespace: NETWORK_NS, type: NetworkStatusType.type, id: STATUS_ID, spec });
-      return { requeueAfterMs: spec.etcFilesReady ? env.pollMs : env.retryMs };
     },
+    wakeups: (wake) => env.watchFiles(ETC_FILES.map((f) => path.join(env.etcRoot, f)), wake),
   };
 }

@@ -1,68 +1,50 @@
-/** Observed addresses (`ip -N -j addr show`) → AddressStatus specs with ids `<link>/<addr>/<bits>`. */
-import { type NetnsOptions, ipJson } from "./ip.js";
-import { IFA_F_PERMANENT, IP_ADDRESS_FLAGS, SCOPES, addressFlagsText, familyName, ipNumber, scopeName } from "./names.js";
+/** Observed addresses (an RTM_GETADDR dump) → AddressStatus specs with ids `<link>/<addr>/<bits>`. */
+import { AF_INET, AF_INET6, ipText, type NlAddress, type NlLink } from "./netlink.js";
+import { addressFlagsText, familyName, scopeName } from "./names.js";
+import { withDumps } from "./rtnl.js";
+import type { NetnsOptions } from "./links.js";
 import type { AddressStatusSpec, Observed } from "./types.js";
 
-export interface IpAddrInfo {
-  family: string;
-  local?: string;
-  /** Present only when IFA_ADDRESS differs from IFA_LOCAL (the peer of a point-to-point address). */
-  address?: string;
-  prefixlen: number;
-  broadcast?: string;
-  anycast?: string;
-  multicast?: string;
-  scope?: string | number;
-  metric?: number;
-  ifa_flags?: string;
-  [flag: string]: unknown;
-}
-
-export interface IpAddrLink {
-  ifindex: number;
-  ifname: string;
-  addr_info?: IpAddrInfo[];
-}
-
-const FAMILY_NUMBERS: Record<string, number> = { inet: 2, inet6: 10 };
-
-/** Rebuilds IFA_FLAGS from iproute2's booleans; it reports "dynamic" for the absence of permanent. */
-export function addressFlags(a: IpAddrInfo): number {
-  let bits = a.dynamic === true ? 0 : IFA_F_PERMANENT;
-  for (const [key, bit] of Object.entries(IP_ADDRESS_FLAGS)) if (a[key] === true) bits |= bit;
-  if (typeof a.ifa_flags === "string") bits |= Number.parseInt(a.ifa_flags, 16) || 0;
-  return bits;
-}
-
-export function parseAddresses(json: IpAddrLink[]): Array<Observed<AddressStatusSpec>> {
+export function addressSpecs(addrs: NlAddress[], links: NlLink[]): Array<Observed<AddressStatusSpec>> {
+  const names = new Map(links.map((l) => [l.index, l.name]));
   const out: Array<Observed<AddressStatusSpec>> = [];
-  for (const link of json) {
-    for (const a of link.addr_info ?? []) {
-      const family = FAMILY_NUMBERS[a.family];
-      if (family === undefined || !a.local) continue;
+  // Link order first, then each link's addresses in dump order (IPv4 before IPv6), as `ip addr` lists them.
+  const byLink = new Map<number, NlAddress[]>(links.map((l) => [l.index, []]));
+  for (const a of addrs) byLink.get(a.index)?.push(a);
+  for (const [index, list] of byLink) {
+    const linkName = names.get(index)!;
+    for (const a of list) {
+      if (a.family !== AF_INET && a.family !== AF_INET6) continue;
+      const peer = a.address ?? a.local;
+      if (!peer) continue;
       // Upstream keys on IFA_ADDRESS (the peer for point-to-point) and reports IFA_LOCAL separately; the
       // kernel sends IFA_LOCAL for every IPv4 address but for IPv6 only alongside a peer.
-      const address = `${a.address ?? a.local}/${a.prefixlen}`;
-      const local = family === 2 || a.address !== undefined ? a.local : undefined;
+      const address = `${ipText(peer)}/${a.prefixLen}`;
+      const ownLocal = a.local ?? a.address;
+      const local =
+        a.family === AF_INET ? ownLocal : a.local && a.address && !a.local.equals(a.address) ? a.local : undefined;
       const spec: AddressStatusSpec = {
         address,
-        ...(local ? { local } : {}),
-        ...(a.broadcast ? { broadcast: a.broadcast } : {}),
-        ...(a.anycast ? { anycast: a.anycast } : {}),
-        ...(a.multicast ? { multicast: a.multicast } : {}),
-        linkIndex: link.ifindex,
-        linkName: link.ifname,
-        family: familyName(family),
-        scope: scopeName(ipNumber(a.scope ?? 0, SCOPES)),
-        flags: addressFlagsText(addressFlags(a)),
-        priority: a.metric ?? 0,
+        ...(local ? { local: ipText(local) } : {}),
+        ...(a.broadcast ? { broadcast: ipText(a.broadcast) } : {}),
+        ...(a.anycast ? { anycast: ipText(a.anycast) } : {}),
+        ...(a.multicast ? { multicast: ipText(a.multicast) } : {}),
+        linkIndex: index,
+        linkName,
+        family: familyName(a.family),
+        scope: scopeName(a.scope),
+        flags: addressFlagsText(a.flags),
+        priority: a.priority ?? 0,
       };
-      out.push({ id: `${link.ifname}/${address}`, spec });
+      out.push({ id: `${linkName}/${address}`, spec });
     }
   }
   return out;
 }
 
 export async function observeAddresses(opts?: NetnsOptions): Promise<Array<Observed<AddressStatusSpec>>> {
-  return parseAddresses(await ipJson<IpAddrLink[]>(["addr", "show"], opts));
+  return withDumps(opts?.netns, (d) => {
+    const links = d.links();
+    return addressSpecs(d.addresses(), links);
+  });
 }

@@ -1,6 +1,6 @@
 export * from "./types.js";
 export * from "./names.js";
-export * from "./ip.js";
+export * from "./netlink.js";
 export * from "./links.js";
 export * from "./addresses.js";
 export * from "./routes.js";
@@ -8,3 +8,5 @@ export * from "./resolvers.js";
 export * from "./hostname.js";
 export * from "./probe.js";
 export * from "./ethtool.js";
+export { watchKernel, NetlinkError } from "./rtnl.js";
+export { watchFiles } from "./watch-files.js";

@@ -1,97 +1,27 @@
-/** Observed links (`ip -N -j -d link show`) → LinkStatus specs, keyed by link name like upstream. */
+/** Observed links (an RTM_GETLINK dump) → LinkStatus specs, keyed by link name like upstream. */
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { type NetnsOptions, ipJson } from "./ip.js";
-import {
-  DUPLEX, IP_LINK_TYPES, IP_OPER_STATES, OPER_STATES, VLAN_PROTOCOLS, ipNumber, linkFlagBit, linkFlagsText,
-  linkTypeName, operStateName, routingTableName,
-} from "./names.js";
+import { bridgeInfo, hexBytes, vlanInfo, vrfTable, type NlLink } from "./netlink.js";
+import { DUPLEX, LINK_FLAGS, linkFlagsText, linkTypeName, operStateName, routingTableName } from "./names.js";
+import { withDumps } from "./rtnl.js";
 import type { LinkStatusSpec, Observed } from "./types.js";
 
-/** The subset of iproute2's link JSON we read. */
-export interface IpLink {
-  ifindex: number;
-  ifname: string;
-  link?: string | null;
-  link_index?: number;
-  flags?: string[];
-  mtu?: number;
-  qdisc?: string;
-  master?: string;
-  operstate?: string;
-  operstate_index?: number;
-  link_type?: string;
-  address?: string;
-  broadcast?: string;
-  permaddr?: string;
-  ifalias?: string;
-  altnames?: string[];
-  parentdev?: string;
-  linkinfo?: { info_kind?: string; info_slave_kind?: string; info_data?: Record<string, unknown> };
+export interface NetnsOptions {
+  /** Named network namespace (as in `ip netns list`) to observe instead of our own. */
+  netns?: string;
 }
 
-/** Name → ifindex within one namespace's dump, for iproute2's name-valued references. */
-export function indexByName(links: Array<{ ifindex: number; ifname: string }>): Map<string, number> {
-  return new Map(links.map((l) => [l.ifname, l.ifindex]));
-}
+const LOWER_UP = 1 << LINK_FLAGS.indexOf("LOWER_UP");
 
-/** iproute2 prints unknown interface references as "if<N>". */
-function resolveIndex(name: string | null | undefined, byName: Map<string, number>): number {
-  if (!name) return 0;
-  return byName.get(name) ?? (/^if\d+$/.test(name) ? Number(name.slice(2)) : 0);
-}
-
-function linkTypeNumber(t: string | undefined): number {
-  if (!t) return 0xffff;
-  const m = /^\[(\d+)\]$/.exec(t);
-  return m ? Number(m[1]) : (IP_LINK_TYPES[t] ?? 0xffff);
-}
-
-/**
- * Hardware addresses as Go's net.HardwareAddr prints them. iproute2 renders tunnel endpoints
- * (ipip/sit/gre: 4 bytes, ip6tnl/ip6gre: 16 bytes) as IP addresses; Talos shows the raw bytes.
- */
-export function hardwareAddr(s: string | undefined): string {
-  if (!s) return "";
-  const hex = (bytes: number[]) => bytes.map((b) => b.toString(16).padStart(2, "0")).join(":");
-  if (/^\d+\.\d+\.\d+\.\d+$/.test(s)) return hex(s.split(".").map(Number));
-  if (s.includes("::") || s.split(":").some((g) => g.length > 2)) return hex(ipv6Bytes(s));
-  return s.toLowerCase();
-}
-
-function ipv6Bytes(s: string): number[] {
-  const [head, tail] = s.includes("::") ? s.split("::") : [s, ""];
-  const h = head ? head.split(":") : [];
-  const t = tail ? tail.split(":") : [];
-  const groups = [...h, ...Array<string>(Math.max(0, 8 - h.length - t.length)).fill("0"), ...t];
-  return groups.map((g) => Number.parseInt(g, 16) || 0).flatMap((g) => [g >> 8, g & 0xff]);
-}
-
-/** Rebuilds the kernel's ifi_flags from iproute2's list (which hides RUNNING and adds pseudo-flags). */
-export function linkFlags(ipFlags: string[] = []): number {
-  let bits = 0;
-  for (const f of ipFlags) {
-    if (/^[0-9a-f]+$/i.test(f) && !linkFlagBit(f)) bits |= Number.parseInt(f, 16); // unnamed leftover bits
-    else bits |= linkFlagBit(f);
-  }
-  // iproute2 strips IFF_RUNNING and prints NO-CARRIER for "UP but not RUNNING", so UP without
-  // NO-CARRIER means RUNNING was set.
-  if (ipFlags.includes("UP") && !ipFlags.includes("NO-CARRIER")) bits |= linkFlagBit("RUNNING");
-  return bits;
-}
-
-function operState(l: IpLink): string {
-  if (l.operstate_index !== undefined) return operStateName(l.operstate_index);
-  const i = IP_OPER_STATES.indexOf(l.operstate ?? "UNKNOWN");
-  return i < 0 ? OPER_STATES[0] : operStateName(i);
-}
+const VLAN_PROTOCOLS: Record<number, string> = { 0x8100: "802.1q", 0x88a8: "802.1ad" };
 
 /** Upstream's rule: the peer is the veth whose index we link to and which links back to us. */
-function vethPeer(l: IpLink, all: IpLink[], byName: Map<string, number>): string {
-  const linkIndex = l.link_index ?? resolveIndex(l.link, byName);
-  const cand = all.find((c) => c.ifindex === linkIndex);
-  if (!cand || cand.linkinfo?.info_kind !== "veth") return "";
-  return (cand.link_index ?? resolveIndex(cand.link, byName)) === l.ifindex ? cand.ifname : "";
+function vethPeer(l: NlLink, byIndex: Map<number, NlLink>): string {
+  // A peer in another namespace has an index that means nothing here.
+  if (l.linkOtherNetns) return "";
+  const cand = byIndex.get(l.link);
+  if (!cand || cand.kind !== "veth" || cand.linkOtherNetns) return "";
+  return cand.link === l.index ? cand.name : "";
 }
 
 /** Reorders a spec's keys into upstream's field order so YAML renders like Talos's. */
@@ -105,56 +35,60 @@ function ordered(spec: LinkStatusSpec): LinkStatusSpec {
   return Object.fromEntries(order.filter((k) => spec[k] !== undefined).map((k) => [k, spec[k]])) as unknown as LinkStatusSpec;
 }
 
-export function parseLinks(json: IpLink[]): Array<Observed<LinkStatusSpec>> {
-  const byName = indexByName(json);
-  return json.map((l) => {
-    const flags = linkFlags(l.flags);
-    const kind = l.linkinfo?.info_kind ?? "";
+/** The permanent address is reported (as iproute2 did) only when it differs from the current one. */
+function permanentAddr(l: NlLink): string {
+  if (!l.permAddress) return "";
+  if (l.address && l.address.equals(l.permAddress)) return "";
+  return hexBytes(l.permAddress);
+}
+
+export function linkSpecs(links: NlLink[]): Array<Observed<LinkStatusSpec>> {
+  const byIndex = new Map(links.map((l) => [l.index, l]));
+  return links.map((l) => {
+    const kind = l.kind ?? "";
     const spec: LinkStatusSpec = {
-      ...(l.ifalias ? { alias: l.ifalias } : {}),
-      ...(l.altnames?.length ? { altNames: [...l.altnames] } : {}),
-      index: l.ifindex,
-      type: linkTypeName(linkTypeNumber(l.link_type)),
-      linkIndex: l.link_index ?? resolveIndex(l.link, byName),
-      flags: linkFlagsText(flags),
-      hardwareAddr: hardwareAddr(l.address),
-      permanentAddr: hardwareAddr(l.permaddr),
-      broadcastAddr: hardwareAddr(l.broadcast),
+      ...(l.alias ? { alias: l.alias } : {}),
+      ...(l.altNames.length ? { altNames: [...l.altNames] } : {}),
+      index: l.index,
+      type: linkTypeName(l.type),
+      linkIndex: l.link,
+      flags: linkFlagsText(l.flags),
+      hardwareAddr: hexBytes(l.address),
+      permanentAddr: permanentAddr(l),
+      broadcastAddr: hexBytes(l.broadcast),
       mtu: l.mtu ?? 0,
       queueDisc: l.qdisc ?? "",
-      ...(l.master ? { masterIndex: resolveIndex(l.master, byName) } : {}),
-      operationalState: operState(l),
+      ...(l.master ? { masterIndex: l.master } : {}),
+      operationalState: operStateName(l.operState),
       kind,
-      slaveKind: l.linkinfo?.info_slave_kind ?? "",
+      slaveKind: l.slaveKind ?? "",
       // The parent device name is what ethtool reports as bus info (PCI slot, virtioN, …).
-      ...(l.parentdev ? { busPath: l.parentdev } : {}),
+      ...(l.parentDev ? { busPath: l.parentDev } : {}),
       // Without ethtool, carrier-with-running (LOWER_UP) is the closest observable to its link state.
-      linkState: (flags & linkFlagBit("LOWER_UP")) !== 0,
+      linkState: (l.flags & LOWER_UP) !== 0,
       port: "Other",
       duplex: "Unknown",
     };
     if (kind === "vlan") {
-      const d = l.linkinfo?.info_data ?? {};
-      const proto = String(d.protocol ?? "802.1Q").toLowerCase();
-      spec.vlan = { vlanID: Number(d.id ?? 0), vlanProtocol: VLAN_PROTOCOLS[proto] ?? proto };
+      const v = vlanInfo(l.infoData);
+      spec.vlan = { vlanID: v.id, vlanProtocol: VLAN_PROTOCOLS[v.protocol] ?? `0x${v.protocol.toString(16).padStart(4, "0")}` };
     }
     if (kind === "bridge") {
       // Upstream omits each part (and the whole object) while it is all-false.
-      const d = l.linkinfo?.info_data ?? {};
+      const b = bridgeInfo(l.infoData);
       const bm: NonNullable<LinkStatusSpec["bridgeMaster"]> = {
-        ...(Number(d.stp_state ?? 0) !== 0 ? { stp: { enabled: true } } : {}),
-        ...(Number(d.vlan_filtering ?? 0) !== 0 ? { vlan: { filteringEnabled: true } } : {}),
+        ...(b.stp !== 0 ? { stp: { enabled: true } } : {}),
+        ...(b.vlanFiltering !== 0 ? { vlan: { filteringEnabled: true } } : {}),
       };
       if (Object.keys(bm).length) spec.bridgeMaster = bm;
     }
-    if (kind === "vrf" && l.linkinfo?.info_data?.table !== undefined) {
-      spec.vrfMaster = { table: routingTableName(ipNumber(l.linkinfo.info_data.table)) };
-    }
+    const table = kind === "vrf" ? vrfTable(l.infoData) : undefined;
+    if (table !== undefined) spec.vrfMaster = { table: routingTableName(table) };
     if (kind === "veth") {
-      const peerName = vethPeer(l, json, byName);
+      const peerName = vethPeer(l, byIndex);
       if (peerName) spec.veth = { peerName };
     }
-    return { id: l.ifname, spec: ordered(spec) };
+    return { id: l.name, spec: ordered(spec) };
   });
 }
 
@@ -188,7 +122,7 @@ export async function enrichFromSysfs(spec: LinkStatusSpec, name: string, root =
 }
 
 export async function observeLinks(opts?: ObserveLinksOptions): Promise<Array<Observed<LinkStatusSpec>>> {
-  const links = parseLinks(await ipJson<IpLink[]>(["-d", "link", "show"], opts));
+  const links = linkSpecs(withDumps(opts?.netns, (d) => d.links()));
   // sysfs shows our own namespace's devices only, so skip it when looking into another one.
   if (!opts?.netns) await Promise.all(links.map((l) => enrichFromSysfs(l.spec, l.id, opts?.root)));
   return links.map((l) => ({ id: l.id, spec: ordered(l.spec) }));

@@ -27,11 +27,6 @@ export const LINK_TYPES: Record<number, string> = {
 };
 export const linkTypeName = named("LinkType", LINK_TYPES);
 
-/** iproute2's names for link types (printed when it runs without -N), for parsing older captures. */
-export const IP_LINK_TYPES: Record<string, number> = {
-  generic: 0, ether: 1, infiniband: 32, can: 280, ppp: 512, ipip: 768, tunnel6: 769, loopback: 772, sit: 776,
-  gre: 778, "ieee802.11": 801, gre6: 823, none: 65534, void: 65535,
-};
 
 /** Link flags in bit order (IFF_*); Talos joins the set ones with ",". */
 export const LINK_FLAGS = [
@@ -39,13 +34,6 @@ export const LINK_FLAGS = [
   "MASTER", "SLAVE", "MULTICAST", "PORTSEL", "AUTOMEDIA", "DYNAMIC", "LOWER_UP", "DORMANT", "ECHO",
 ];
 
-/** iproute2 spells IFF_POINTOPOINT without the second T. */
-const IP_LINK_FLAG_ALIASES: Record<string, string> = { POINTOPOINT: "POINTTOPOINT" };
-
-export function linkFlagBit(ipName: string): number {
-  const i = LINK_FLAGS.indexOf(IP_LINK_FLAG_ALIASES[ipName] ?? ipName);
-  return i < 0 ? 0 : 1 << i;
-}
 
 export function linkFlagsText(bits: number): string {
   return LINK_FLAGS.filter((_, i) => bits & (1 << i)).join(",");
@@ -54,8 +42,6 @@ export function linkFlagsText(bits: number): string {
 export const OPER_STATES: Record<number, string> = {
   0: "unknown", 1: "notPresent", 2: "down", 3: "lowerLayerDown", 4: "testing", 5: "dormant", 6: "up",
 };
-/** iproute2's operstate words, indexed like IF_OPER_*. */
-export const IP_OPER_STATES = ["UNKNOWN", "NOTPRESENT", "DOWN", "LOWERLAYERDOWN", "TESTING", "DORMANT", "UP"];
 export const operStateName = named("OperationalState", OPER_STATES);
 
 /** IFA_F_* bits in order; index i is bit 1<<i. */
@@ -64,11 +50,6 @@ export const ADDRESS_FLAGS = [
   "mngmtmpaddr", "noprefixroute", "mcautojoin", "stableprivacy",
 ];
 
-/** iproute2's JSON boolean keys for address flags → IFA_F_* bit ("dynamic" is the absence of permanent). */
-export const IP_ADDRESS_FLAGS: Record<string, number> = {
-  secondary: 0x01, temporary: 0x01, nodad: 0x02, optimistic: 0x04, dadfailed: 0x08, home: 0x10, deprecated: 0x20,
-  tentative: 0x40, mngtmpaddr: 0x100, noprefixroute: 0x200, autojoin: 0x400, "stable-privacy": 0x800,
-};
 export const IFA_F_PERMANENT = 0x80;
 
 export function addressFlagsText(bits: number): string {
@@ -101,29 +82,11 @@ export const ROUTE_FLAGS: Array<[number, string]> = [
   [0x2000, "fib_match"], [0x4000, "offload"], [0x8000, "trap"],
 ];
 
-/** iproute2's route flag words → rtm_flags bits. */
-export const IP_ROUTE_FLAGS: Record<string, number> = {
-  dead: 0x01, pervasive: 0x02, onlink: 0x04, offload: 0x08, linkdown: 0x10, unresolved: 0x20, trap: 0x40,
-  notify: 0x100, rt_offload: 0x4000, rt_trap: 0x8000, rt_offload_failed: 0x20000000,
-};
 
 export function routeFlagsText(bits: number): string {
   return ROUTE_FLAGS.filter(([bit]) => bits & bit).map(([, name]) => name).join(",");
 }
 
-export const VLAN_PROTOCOLS: Record<string, string> = { "802.1q": "802.1q", "802.1ad": "802.1ad" };
 
 /** sysfs duplex words → the text of Talos's Duplex enum. */
 export const DUPLEX: Record<string, string> = { half: "Half", full: "Full", unknown: "Unknown" };
-
-/**
- * A value from iproute2's JSON as a kernel number: numeric with -N, else a name we look up in `table`
- * (Talos's names mostly match iproute2's). Unknown names give NaN so callers can notice.
- */
-export function ipNumber(v: unknown, table: Record<number, string> = {}): number {
-  if (typeof v === "number") return v;
-  const s = String(v ?? "");
-  if (/^\d+$/.test(s)) return Number(s);
-  const hit = Object.entries(table).find(([, name]) => name === s);
-  return hit ? Number(hit[0]) : Number.NaN;
-}

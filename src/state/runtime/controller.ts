@@ -53,6 +53,13 @@ export interface Controller {
   inputs: Input[];
   outputs: Output[];
   reconcile(ctx: ReconcileContext): Promise<ReconcileResult> | ReconcileResult;
+  /**
+   * Events from outside the store that may change what reconcile would produce (the kernel's link
+   * notifications, a file being replaced), for controllers that mirror such state instead of polling
+   * it. Called once when the controller starts; `wake` asks for a reconcile (coalesced like input
+   * events); the returned function stops the subscription when the controller stops.
+   */
+  wakeups?(wake: () => void): () => void;
 }
 
 export type DependencyEdgeType = "OUTPUT_EXCLUSIVE" | "OUTPUT_SHARED" | "INPUT_STRONG" | "INPUT_WEAK";

@@ -33,6 +33,7 @@ export class ControllerRunner {
   private inFlight?: Promise<void>;
   private stopped = false;
   private readonly unsubs = new Map<Input, Unsubscribe>();
+  private stopWakeups?: () => void;
 
   constructor(
     readonly controller: Controller,
@@ -44,11 +45,21 @@ export class ControllerRunner {
 
   start(): void {
     for (const input of this.controller.inputs) this.subscribe(input);
+    if (this.controller.wakeups) {
+      try {
+        this.stopWakeups = this.controller.wakeups(() => this.trigger());
+      } catch (err) {
+        // Without its event source the controller still runs on input changes; say why it may lag.
+        this.logger(this.controller.name, "cannot subscribe to outside events", { error: String((err as Error).message ?? err) });
+      }
+    }
     this.trigger();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopWakeups?.();
+    this.stopWakeups = undefined;
     for (const unsub of this.unsubs.values()) unsub();
     this.unsubs.clear();
     if (this.scheduled) clearImmediate(this.scheduled);

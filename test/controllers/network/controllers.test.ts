@@ -35,9 +35,11 @@ const json = (v: unknown) => JSON.stringify(v);
 describe("status controllers (observe mode)", () => {
   it("mirror the kernel into LinkStatus/AddressStatus/RouteStatus and drop what vanished", async () => {
     const s = new InMemoryState();
-    const { k, observe } = fakeKernel();
-    rt = start(s, networkControllers({ manage: false, observe, pollMs: 20, etcRoot: await tmp() }));
+    const { k, observe, changed, watching } = fakeKernel();
+    rt = start(s, networkControllers({ manage: false, observe, etcRoot: await tmp() }));
     await eventually(() => ids(s, T.AddressStatusType.type).length === 2, 3000, "addresses");
+    // links, addresses, routes, resolvers and the hostname are each watched, not polled.
+    expect(watching()).toBe(5);
     expect(ids(s, T.LinkStatusType.type)).toEqual(["eth0", "lo"]);
     expect(ids(s, T.RouteStatusType.type)).toEqual(["inet4/10.5.0.1//1024"]);
     expect(s.get({ namespace: "network", type: T.LinkStatusType.type, id: "eth0" })?.metadata.owner).toBe("network.LinkStatusController");
@@ -47,16 +49,20 @@ describe("status controllers (observe mode)", () => {
     k.addresses = [k.addresses[0], addr(2, "eth0", "10.5.0.3/24")];
     k.links[1].spec.mtu = 9000;
     k.routes = [];
+    changed("links", "addresses", "routes");
     await eventually(() => json(ids(s, T.AddressStatusType.type)) === json(["eth0/10.5.0.3/24", "lo/127.0.0.1/8"]), 3000, "address swap");
     await eventually(() => spec<T.LinkStatusSpec>(s, T.LinkStatusType.type, "eth0")?.mtu === 9000, 3000, "mtu");
     await eventually(() => ids(s, T.RouteStatusType.type).length === 0, 3000, "route removed");
+    await rt.stop();
+    rt = undefined;
+    expect(watching()).toBe(0);
   });
 
   it("report the configured hostname (never set on the host) and the host's resolvers when not managing", async () => {
     const s = new InMemoryState();
     const { k, observe } = fakeKernel();
     setConfig(s, CONFIG);
-    rt = start(s, networkControllers({ manage: false, observe, pollMs: 20, etcRoot: await tmp() }));
+    rt = start(s, networkControllers({ manage: false, observe, etcRoot: await tmp() }));
     await eventually(() => spec<T.ResolverSpecSpec>(s, T.ResolverSpecType.type, "resolvers") !== undefined, 3000, "resolver spec");
     await eventually(() => spec(s, T.HostnameStatusType.type, "hostname") !== undefined, 3000, "hostname status");
     expect(spec(s, T.HostnameSpecType.type, "hostname")).toEqual({ hostname: "node-1", domainname: "example.org", layer: "configuration" });
@@ -69,12 +75,13 @@ describe("status controllers (observe mode)", () => {
 
   it("report the host's hostname when none is configured, following changes", async () => {
     const s = new InMemoryState();
-    const { k, observe } = fakeKernel();
+    const { k, observe, changed } = fakeKernel();
     setConfig(s, CONFIG.replace(/\n\s*hostname: [^\n]*/, ""));
-    rt = start(s, networkControllers({ manage: false, observe, pollMs: 20, etcRoot: await tmp() }));
+    rt = start(s, networkControllers({ manage: false, observe, etcRoot: await tmp() }));
     await eventually(() => spec<T.HostnameStatusSpec>(s, T.HostnameStatusType.type, "hostname")?.hostname === "devbox", 3000, "kernel hostname");
     k.hostname = { hostname: "renamed", domainname: "corp" };
-    await eventually(() => spec<T.HostnameStatusSpec>(s, T.HostnameStatusType.type, "hostname")?.hostname === "renamed", 3000, "hostname poll");
+    changed("hostname");
+    await eventually(() => spec<T.HostnameStatusSpec>(s, T.HostnameStatusType.type, "hostname")?.hostname === "renamed", 3000, "hostname change");
   });
 });
 
@@ -83,7 +90,7 @@ describe("config → spec controllers", () => {
     const s = new InMemoryState();
     const { observe } = fakeKernel();
     setConfig(s, CONFIG);
-    rt = start(s, networkControllers({ manage: false, observe, pollMs: 50, etcRoot: await tmp() }));
+    rt = start(s, networkControllers({ manage: false, observe, etcRoot: await tmp() }));
     await eventually(() => ids(s, T.RouteSpecType.type).length === 2, 3000, "route specs");
     await eventually(() => ids(s, T.AddressSpecType.type).length === 4, 3000, "address specs");
 
@@ -132,7 +139,7 @@ machine:
 describe("NodeAddress and NetworkStatus", () => {
   it("computes current/routed/default/accumulative and the k8s-filtered variants", async () => {
     const s = new InMemoryState();
-    const { k, observe } = fakeKernel();
+    const { k, observe, changed } = fakeKernel();
     k.links.push(link(3, "eth1", { flags: "BROADCAST,MULTICAST", operationalState: "down", linkState: false }));
     k.addresses.push(
       addr(2, "eth0", "10.244.1.1/24"),
@@ -141,7 +148,7 @@ describe("NodeAddress and NetworkStatus", () => {
       addr(3, "eth1", "10.6.0.2/24"),
     );
     setConfig(s, CONFIG);
-    rt = start(s, networkControllers({ manage: false, observe, pollMs: 20, etcRoot: await tmp() }));
+    rt = start(s, networkControllers({ manage: false, observe, etcRoot: await tmp() }));
     const na = (id: string) => spec<T.NodeAddressSpec>(s, T.NodeAddressType.type, id)?.addresses;
     await eventually(() => na("current")?.length === 3, 3000, "current");
     expect(na("current")).toEqual(["10.5.0.2/24", "10.244.1.1/24", "fd00::5/64"]);
@@ -156,6 +163,7 @@ describe("NodeAddress and NetworkStatus", () => {
     // An address goes away: current shrinks, accumulative keeps it, default stays while still present.
     k.addresses = k.addresses.filter((a) => a.spec.address !== "10.244.1.1/24");
     k.addresses.push(addr(2, "eth0", "10.5.0.1/24"));
+    changed("addresses");
     await eventually(() => json(na("current")) === json(["10.5.0.1/24", "10.5.0.2/24", "fd00::5/64"]), 3000, "current after change");
     expect(na("default")).toEqual(["10.5.0.2/24"]);
     expect(na("accumulative")).toContain("10.244.1.1/24");
@@ -164,9 +172,9 @@ describe("NodeAddress and NetworkStatus", () => {
 
   it("reports readiness: address, default route, hostname and etc files", async () => {
     const s = new InMemoryState();
-    const { k, observe } = fakeKernel();
+    const { k, observe, changed } = fakeKernel();
     const etc = await tmp();
-    rt = start(s, networkControllers({ manage: false, observe, pollMs: 20, retryMs: 20, etcRoot: etc }));
+    rt = start(s, networkControllers({ manage: false, observe, retryMs: 20, etcRoot: etc }));
     const st = () => spec<T.NetworkStatusSpec>(s, T.NetworkStatusType.type, "status");
     await eventually(() => st()?.addressReady === true && st()?.hostnameReady === true, 3000, "address+hostname");
     expect(st()).toEqual({ addressReady: true, connectivityReady: true, hostnameReady: true, etcFilesReady: false });
@@ -176,6 +184,7 @@ describe("NodeAddress and NetworkStatus", () => {
     await eventually(() => st()?.etcFilesReady === true, 3000, "etc files");
     k.routes = [route("10.9.0.0/16", "10.5.0.1", "eth0")];
     k.addresses = [];
+    changed("routes", "addresses");
     await eventually(() => st()?.connectivityReady === false && st()?.addressReady === false, 3000, "no default route, no address");
   });
 });
@@ -193,7 +202,7 @@ machine:
       - interface: eth1
         dhcp: true
 `);
-    const env = { observe, target: netnsTarget("machined-unused"), etcRoot: "/nonexistent", pollMs: 20, retryMs: 20 };
+    const env = { observe, target: netnsTarget("machined-unused"), etcRoot: "/nonexistent", retryMs: 20, watchFiles: () => () => {} };
     const asked: string[] = [];
     const lease = async (name: string) => {
       asked.push(name);
@@ -236,7 +245,7 @@ machine:
     setConfig(s, CONFIG);
     const etc = await tmp();
     // Observe-mode controllers produce the inputs; the etc file controller only writes files.
-    rt = start(s, [...networkControllers({ manage: false, observe, pollMs: 20, etcRoot: etc }), etcFileController(etc)]);
+    rt = start(s, [...networkControllers({ manage: false, observe, etcRoot: etc }), etcFileController(etc)]);
     // Observe mode reports the host's resolvers (fixture: 10.5.0.1, search lan) and the configured hostname.
     await eventually(() => spec(s, T.NodeAddressType.type, "default") !== undefined, 3000, "default address");
     const hosts = path.join(etc, "hosts");

@@ -4,7 +4,7 @@ import { newResource, type Resource } from "../../../src/machinery/resources/res
 import type * as T from "../../../src/machinery/resources/types/network.js";
 import { InMemoryState } from "../../../src/state/inmem.js";
 import { ControllerRuntime, type Controller } from "../../../src/state/runtime/index.js";
-import type { Observers } from "../../../src/controllers/network/index.js";
+import type { ObservedKind, Observers } from "../../../src/controllers/network/index.js";
 
 export { eventually, sleep } from "../../state/helpers.js";
 
@@ -57,7 +57,11 @@ export function route(dst: string, gateway: string, link: string, priority = 102
   return { id: `inet4/${gateway}/${dst}/${priority}`, spec };
 }
 
-/** Mutable kernel fixture; the observers read it on every poll. */
+/**
+ * Mutable kernel fixture. The observers read it when woken; `changed(...)` plays the kernel's change
+ * notification (no argument: every kind), so a test that forgets to announce a change sees nothing
+ * happen, as with the real kernel observers.
+ */
 export function fakeKernel() {
   const k = {
     links: [link(1, "lo", { type: "loopback", flags: "UP,LOOPBACK,RUNNING,LOWER_UP", operationalState: "unknown" }), link(2, "eth0")],
@@ -72,8 +76,21 @@ export function fakeKernel() {
     routes: async () => structuredClone(k.routes),
     resolvers: async () => ({ id: "resolvers", spec: structuredClone(k.resolvers) }),
     hostname: async () => ({ id: "hostname", spec: structuredClone(k.hostname) }),
+    watch(kind, onChange) {
+      let set = listeners.get(kind);
+      if (!set) listeners.set(kind, (set = new Set()));
+      set.add(onChange);
+      return () => set.delete(onChange);
+    },
   };
-  return { k, observe };
+  const listeners = new Map<ObservedKind, Set<() => void>>();
+  const changed = (...kinds: ObservedKind[]) => {
+    const all: ObservedKind[] = ["links", "addresses", "routes", "resolvers", "hostname"];
+    for (const kind of kinds.length ? kinds : all) for (const cb of listeners.get(kind) ?? []) cb();
+  };
+  /** How many subscriptions are open (they must all close when the runtime stops). */
+  const watching = () => [...listeners.values()].reduce((n, set) => n + set.size, 0);
+  return { k, observe, changed, watching };
 }
 
 export const CONFIG = `version: v1alpha1

@@ -86,7 +86,7 @@ beforeAll(async () => {
   }
 
   setConfig(s, config(["10.250.0.2/24", "fd00::2/64"], 1400, true));
-  rt = start(s, networkControllers({ netns: NS, manage: true, etcRoot: path.join(dir, "etc"), pollMs: 500, retryMs: 200 }));
+  rt = start(s, networkControllers({ netns: NS, manage: true, etcRoot: path.join(dir, "etc"), retryMs: 200 }));
 }, 60_000);
 
 afterAll(async () => {

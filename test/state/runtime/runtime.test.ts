@@ -321,4 +321,54 @@ describe("ControllerRuntime", () => {
     ]);
     expect(edges.map((e) => DependencyEdgeType[e.edgeType])).toEqual([0, 1, 3, 1, 2]);
   });
+
+  it("wakes a controller on outside events, coalesced, and ends the subscription when stopping", async () => {
+    const s = new InMemoryState();
+    let wake: (() => void) | undefined;
+    let subscribed = 0;
+    let runs = 0;
+    const logs: string[] = [];
+    runtime = new ControllerRuntime(s, { logger: (_c, msg) => logs.push(msg) });
+    runtime.register({
+      name: "test.OutsideController",
+      inputs: [],
+      outputs: [],
+      reconcile() {
+        runs++;
+      },
+      wakeups(w) {
+        wake = w;
+        subscribed++;
+        return () => {
+          subscribed--;
+          wake = undefined;
+        };
+      },
+    });
+    runtime.register({
+      name: "test.BrokenSourceController",
+      inputs: [],
+      outputs: [],
+      reconcile() {},
+      wakeups() {
+        throw new Error("no such socket");
+      },
+    });
+    runtime.start();
+    await eventually(() => runs === 1, 2000, "first run");
+    expect(subscribed).toBe(1);
+    await sleep(50);
+    expect(runs).toBe(1);
+    wake!();
+    wake!();
+    wake!();
+    await eventually(() => runs === 2, 2000, "woken");
+    await sleep(50);
+    expect(runs).toBe(2);
+    expect(logs).toContain("cannot subscribe to outside events");
+    expect(runtime.statuses().find((c) => c.name === "test.BrokenSourceController")?.runs).toBe(1);
+    await runtime.stop();
+    runtime = undefined;
+    expect(subscribed).toBe(0);
+  });
 });
