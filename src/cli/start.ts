@@ -26,7 +26,7 @@ export const startCommand: Command = {
   summary: "run machined in local mode (maintenance mode until a config is applied)",
   usage:
     "machined start [--state-dir DIR] [--listen HOST:PORT] [--services auto|on|off]\n" +
-    "       machined start --sandbox [--state-dir DIR] [--sandbox-address CIDR] [--sandbox-netns NAME | --sandbox-bridge BR] [--sandbox-forward PORT,...]",
+    "       machined start --sandbox [--state-dir DIR] [--sandbox-address CIDR] [--sandbox-netns NAME | --sandbox-bridge BR --sandbox-gateway IP] [--sandbox-forward PORT,...]",
   options: {
     "state-dir": { type: "string", default: "./state" },
     listen: { type: "string", default: "127.0.0.1:50000" },
@@ -37,6 +37,7 @@ export const startCommand: Command = {
     "sandbox-address": { type: "string", default: "10.213.0.2/24" },
     "sandbox-netns": { type: "string", default: "" },
     "sandbox-bridge": { type: "string", default: "" },
+    "sandbox-gateway": { type: "string", default: "" },
     "sandbox-forward": { type: "string", default: "5000" },
     "sandbox-cni-bin": { type: "string", default: "" },
   },
@@ -49,6 +50,7 @@ export const startCommand: Command = {
         logLevel: String(values["log-level"]),
         netns: String(values["sandbox-netns"]) || undefined,
         bridge: String(values["sandbox-bridge"]) || undefined,
+        gateway: String(values["sandbox-gateway"]) || undefined,
         address: String(values["sandbox-address"]),
         forward: String(values["sandbox-forward"]).split(",").filter(Boolean).map(Number),
         cniBin: String(values["sandbox-cni-bin"]) || undefined,

@@ -29,6 +29,8 @@ export interface SandboxNetwork {
   hostAddress?: string;
   /** Attach the host side to this existing bridge instead of addressing it. */
   bridge?: string;
+  /** With a bridge: the node's default gateway (the bridge's own address); nothing is forwarded then. */
+  gateway?: string;
   /** Host-loopback TCP ports to forward from the host-side address (e.g. 5000, the loopback registry). */
   forward?: number[];
 }
@@ -92,7 +94,8 @@ export async function launchSandbox(o: LaunchOptions): Promise<number> {
       ip("-n", netns, "link", "set", "lo", "up");
       ip("-n", netns, "addr", "add", nodeAddr, "dev", "eth0");
       ip("-n", netns, "link", "set", "eth0", "up");
-      if (hostIP) ip("-n", netns, "route", "add", "default", "via", hostIP);
+      const gw = hostIP ?? o.gateway;
+      if (gw) ip("-n", netns, "route", "add", "default", "via", gw);
       o.log(`sandbox: network namespace ${netns}, node ${nodeAddr}${hostIP ? `, host ${hostIP} (${hostIf})` : ` on bridge ${o.bridge}`}`);
     }
     const forwarders = hostIP ? await Promise.all((o.forward ?? []).map((p) => forward(hostIP as string, p))) : [];

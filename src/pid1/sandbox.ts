@@ -4,7 +4,9 @@
  * network managed, the CRI, etcd and the kubelet as containers. Reboots stay simulated and the host is untouched.
  */
 import { dirname, resolve } from "node:path";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
 import { enterSandboxRoot, insideSandbox, launchSandbox, sandboxId, type SandboxNetwork } from "../host/sandbox.js";
 import { realSyscalls } from "../host/syscalls.js";
 import { assembleNode, type RunningNode } from "./assemble.js";
@@ -16,20 +18,41 @@ export interface SandboxOptions extends SandboxNetwork {
   /** Where the API listens inside the sandbox; default 0.0.0.0:50000 (the namespace is the node's own). */
   listen?: { host: string; port: number };
   logLevel?: string;
-  /** CNI plugins for /opt/cni/bin; default: Debian's containernetworking-plugins. */
+  /** CNI plugins for /opt/cni/bin; default: the set `make kube-images` builds (with flannel's), else Debian's. */
   cniBin?: string;
+}
+
+/** The CNI plugins `make kube-images` packs (image/kube/lib.sh CNI_TAR), unpacked once into the node's state folder. */
+function cachedCniBin(stateDir: string): string | undefined {
+  const cache = join(process.env.MACHINED_CACHE ?? "/var/cache/machined", "kube-images", "cni");
+  const dirs = existsSync(cache) ? readdirSync(cache).filter((d) => d.endsWith(`-${process.arch === "arm64" ? "arm64" : "amd64"}`)).sort() : [];
+  const tar = dirs.length ? join(cache, dirs[dirs.length - 1], "cni-plugins.tar") : undefined;
+  if (!tar || !existsSync(tar)) return undefined;
+  const out = join(stateDir, "sandbox", "cni-bin");
+  if (!existsSync(join(out, "flannel"))) {
+    mkdirSync(out, { recursive: true });
+    const r = spawnSync("tar", ["-xf", tar, "-C", out]);
+    if (r.status !== 0) throw new Error(`unpacking ${tar}: ${r.stderr.toString().trim()}`);
+  }
+  return out;
 }
 
 /** The host side: make the namespaces, run this same program inside them, clean up when it ends. */
 export async function runSandboxLauncher(o: SandboxOptions, argv: string[]): Promise<number> {
   if (process.getuid?.() !== 0) throw new Error("machined start --sandbox needs root (it makes network and mount namespaces)");
   process.env.MACHINED_SANDBOXED = "1";
+  // The inside is handed the CNI folder through the same option, already resolved on the host side.
+  if (!argv.some((a) => a.startsWith("--sandbox-cni-bin"))) {
+    const cni = o.cniBin ?? cachedCniBin(o.stateDir);
+    if (cni) argv = [...argv, "--sandbox-cni-bin", cni];
+  }
   return launchSandbox({
     id: sandboxId(o.stateDir),
     netns: o.netns,
     address: o.address,
     hostAddress: o.hostAddress,
     bridge: o.bridge,
+    gateway: o.gateway,
     forward: o.forward,
     cgroupFolder: cgroupPrefixFor(o.stateDir),
     argv: [process.execPath, ...process.execArgv, ...argv],
