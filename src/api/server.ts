@@ -90,6 +90,7 @@ export class ApiServer {
           else log.debug({ peer: r.peer, reason: r.reason }, "connection closed before TLS completed");
         },
         onAcceptError: (err) => this.warnCapacity(`accept failed: ${err.message}`),
+        onReaped: (peer) => log.debug({ peer }, "connection was gone without notice; socket released"),
       },
       this.limits,
     );

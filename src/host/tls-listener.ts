@@ -56,10 +56,14 @@ export interface TlsListenerOptions<T> {
   refuseGraceMs: number;
   /** TCP keepalive idle time: finds peers that vanished without a FIN or RST. */
   keepAliveMs: number;
+  /** How often every open socket is checked for a connection the kernel already closed (see sweep()). */
+  sweepIntervalMs: number;
   onAccept(conn: AcceptedTls<T>): void;
   onRefused?(r: Refusal): void;
   /** The listening socket failed to accept (e.g. EMFILE); it keeps listening. */
   onAcceptError?(err: Error): void;
+  /** A socket whose connection was already gone was destroyed by the sweep. */
+  onReaped?(peer: string): void;
 }
 
 export const DEFAULT_LISTENER_LIMITS = {
@@ -68,6 +72,7 @@ export const DEFAULT_LISTENER_LIMITS = {
   closeGraceMs: 5_000,
   refuseGraceMs: 1_000,
   keepAliveMs: 60_000,
+  sweepIntervalMs: 10_000,
 };
 
 /**
@@ -102,6 +107,7 @@ export class TlsListener<T> {
   private readonly byRaw = new WeakMap<net.Socket, Tracked<T>>();
   private current!: Current<T>;
   private closing = false;
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     policy: TlsServerPolicy,
@@ -120,6 +126,8 @@ export class TlsListener<T> {
       this.netServer.once("error", failed);
       this.netServer.listen({ host, port, exclusive: true }, () => {
         this.netServer.off("error", failed);
+        this.sweeper = setInterval(() => this.sweep(), this.opts.sweepIntervalMs);
+        this.sweeper.unref();
         resolve(this.netServer.address() as net.AddressInfo);
       });
     });
@@ -172,6 +180,7 @@ export class TlsListener<T> {
 
   close(): Promise<void> {
     this.closing = true;
+    clearInterval(this.sweeper);
     return new Promise((resolve) => {
       this.netServer.close(() => resolve());
       this.destroyAll();
@@ -290,6 +299,21 @@ export class TlsListener<T> {
     });
     t.timer = setTimeout(() => this.destroy(t), this.opts.refuseGraceMs);
     t.timer.unref();
+  }
+
+  /**
+   * Destroys sockets whose TCP connection the kernel has already torn down (reset by the peer, or failed
+   * keepalive probes) while nothing above noticed. That happens on Node 20: once node:http2 has consumed a
+   * TLS socket, a reset that arrives while a write is pending in the TLS layer is reported to no one, and
+   * the session, TLS socket and descriptor stay forever. getpeername(2) on such a socket fails (ENOTCONN).
+   */
+  private sweep(): void {
+    for (const t of this.tracked) {
+      const handle = (t.raw as unknown as { _handle?: { getpeername?: (out: object) => number } | null })._handle;
+      if (handle && typeof handle.getpeername === "function" && handle.getpeername({}) === 0) continue;
+      this.destroy(t);
+      this.opts.onReaped?.(t.peer);
+    }
   }
 
   private destroy(t: Tracked<T>): void {

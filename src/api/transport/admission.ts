@@ -1,16 +1,15 @@
 /**
  * Admission of every call, decided when its headers arrive and before any of its body is read: the
  * connection it came on, the caller's roles for the method, node routing, and the call and memory limits.
- * A refused call gets its status at once and its stream is reset, so the client stops sending.
+ * A refused call gets its status at once; nothing of its body is kept.
  *
  * This runs as the first grpc-js server interceptor, which receives grpc-js's own call object. Two of
  * its fields are not in grpc-js's typed API (1.14): `stream`, the HTTP/2 stream (to meter request bytes as
- * they arrive and to reset a refused stream), and `metadata`, the request metadata object later handed to
+ * they arrive), and `metadata`, the request metadata object later handed to
  * the handler (the key under which the admission is passed on). Without them every call is refused, so a
  * grpc-js upgrade that moves them fails the API tests instead of silently dropping the limits.
  */
 import * as grpc from "@grpc/grpc-js";
-import { constants as h2 } from "node:http2";
 import type { ServerHttp2Stream } from "node:http2";
 import type { ConnectionInfo, ConnectionRegistry } from "./connections.js";
 import type { TransportLimits } from "./limits.js";
@@ -69,17 +68,17 @@ export function admissionInterceptor(o: AdmissionOptions, budget: Budget = { cal
   return ((desc: grpc.ServerMethodDefinition<unknown, unknown>, call: grpc.ServerInterceptingCallInterface) => {
     const { stream, metadata } = call as unknown as CallInternals;
     try {
-      if (!stream || !metadata) return refuse(call, stream, { code: grpc.status.INTERNAL, details: "call admission is unavailable (grpc-js internals changed)" });
+      if (!stream || !metadata) return refuse(call, { code: grpc.status.INTERNAL, details: "call admission is unavailable (grpc-js internals changed)" });
       const conn = o.conns.lookup(call.getPeer());
-      if (!conn) return refuse(call, stream, { code: grpc.status.UNAVAILABLE, details: "connection is not registered (closing)" });
+      if (!conn) return refuse(call, { code: grpc.status.UNAVAILABLE, details: "connection is not registered (closing)" });
       const method = desc.path;
       if (!conn.allows(method)) {
-        return refuse(call, stream, conn.waiting ? { code: grpc.status.FAILED_PRECONDITION, details: o.waitingReason } : { code: grpc.status.PERMISSION_DENIED, details: "not authorized" });
+        return refuse(call, conn.waiting ? { code: grpc.status.FAILED_PRECONDITION, details: o.waitingReason } : { code: grpc.status.PERMISSION_DENIED, details: "not authorized" });
       }
       const route = conn.maintenance ? {} : routeOf(method, metadata, o.routing);
-      if ("refusal" in route) return refuse(call, stream, route.refusal);
+      if ("refusal" in route) return refuse(call, route.refusal);
       if (budget.calls >= o.limits.maxCalls) {
-        return refuse(call, stream, { code: grpc.status.RESOURCE_EXHAUSTED, details: `too many calls in progress (limit ${o.limits.maxCalls})` });
+        return refuse(call, { code: grpc.status.RESOURCE_EXHAUSTED, details: `too many calls in progress (limit ${o.limits.maxCalls})` });
       }
       budget.calls++;
       const meter = new RequestMeter(call, stream, conn, budget, o.limits);
@@ -88,7 +87,7 @@ export function admissionInterceptor(o: AdmissionOptions, budget: Budget = { cal
       admitted.set(metadata, { conn, echoHostname: route.echoHostname });
       return call;
     } catch (err) {
-      return refuse(call, stream, { code: grpc.status.INTERNAL, details: `call admission failed: ${(err as Error)?.message ?? String(err)}` });
+      return refuse(call, { code: grpc.status.INTERNAL, details: `call admission failed: ${(err as Error)?.message ?? String(err)}` });
     }
   }) as unknown as grpc.ServerInterceptor;
 }
@@ -114,15 +113,14 @@ function routeOf(method: string, md: grpc.Metadata, routing: RoutingView): { ech
   return { echoHostname: nodes[0] };
 }
 
-/** End the call with `r` now, and reset its stream once the status is out so the client stops sending its body. */
-function refuse(call: grpc.ServerInterceptingCallInterface, stream: ServerHttp2Stream | undefined, r: Refusal) {
-  const trailersOnly = !stream?.headersSent;
+/**
+ * End the call with `r` now. grpc-js then discards whatever body still comes. We do not reset the stream
+ * after the status (RST_STREAM NO_ERROR): on Node 20 a stream closed that way while its connection is
+ * reset keeps the session, the TLS socket and the descriptor forever; well-behaved clients (grpc-go, so
+ * talosctl) stop sending when the status arrives anyway.
+ */
+function refuse(call: grpc.ServerInterceptingCallInterface, r: Refusal) {
   call.sendStatus({ code: r.code, details: r.details, metadata: null });
-  if (!stream || stream.closed) return call;
-  // RST_STREAM(NO_ERROR) after a complete response asks the client to stop sending (RFC 9113 §8.1), as
-  // grpc-go's server does. A trailers-only status is already queued; trailers are sent on 'wantTrailers'.
-  if (trailersOnly) stream.close(h2.NGHTTP2_NO_ERROR);
-  else stream.once("wantTrailers", () => stream.close(h2.NGHTTP2_NO_ERROR));
   return call;
 }
 
@@ -138,6 +136,7 @@ class RequestMeter {
   private bodyLeft = 0;
   private reserved = 0;
   private done = false;
+  private holdsSlot = true;
   private stall: NodeJS.Timeout | undefined;
 
   constructor(
@@ -185,7 +184,6 @@ class RequestMeter {
 
   readonly onClose = (): void => {
     this.finish();
-    this.budget.calls--;
   };
 
   private readonly onStall = (): void => {
@@ -224,7 +222,12 @@ class RequestMeter {
     this.reserved = 0;
   }
 
+  /** The call is over for us (refused or closed): its reservation and its call slot go back. */
   private finish(): void {
+    if (this.holdsSlot) {
+      this.holdsSlot = false;
+      this.budget.calls--;
+    }
     if (this.done) return;
     this.done = true;
     this.release();
@@ -234,7 +237,7 @@ class RequestMeter {
 
   private refuse(code: grpc.status, details: string): false {
     this.finish();
-    refuse(this.call, this.stream, { code, details });
+    refuse(this.call, { code, details });
     return false;
   }
 }

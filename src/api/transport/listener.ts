@@ -34,11 +34,12 @@ export type ListenerMode =
 
 const CLIENT_AUTH_OID = "1.3.6.1.5.5.7.3.2";
 
-export type SocketLimits = Pick<TlsListenerOptions<unknown>, "maxConnections" | "handshakeTimeoutMs" | "closeGraceMs" | "refuseGraceMs" | "keepAliveMs">;
+export type SocketLimits = Pick<TlsListenerOptions<unknown>, "maxConnections" | "handshakeTimeoutMs" | "closeGraceMs" | "refuseGraceMs" | "keepAliveMs" | "sweepIntervalMs">;
 
 export interface ListenerEvents {
   onRefused?: (r: Refusal) => void;
   onAcceptError?: (err: Error) => void;
+  onReaped?: (peer: string) => void;
 }
 
 function policyFor(mode: ListenerMode): TlsServerPolicy {
@@ -70,6 +71,7 @@ export class ApiListener {
       },
       onRefused: events.onRefused,
       onAcceptError: events.onAcceptError,
+      onReaped: events.onReaped,
     });
   }
 
