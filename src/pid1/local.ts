@@ -14,6 +14,7 @@ import type { ApiServer } from "../api/server.js";
 import { buildRegistry, publishDefinitions } from "./registry.js";
 import { startControllers } from "./controllers.js";
 import { InstallManager, type InstallManagerOptions } from "../lifecycle/install/manager.js";
+import { createFatalHandler } from "./fatal.js";
 
 export interface LocalOptions {
   stateDir: string;
@@ -98,6 +99,10 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
     await services.shutdown();
   };
   if (handleSignals) {
+    // An uncaught error ends local mode the way a signal does: the supervised services (each in its own
+    // process group, so they would outlive us) are stopped before the process exits.
+    const sys = { getpid: () => process.pid, sync: () => {}, syncAsync: async () => {}, reboot: () => {} };
+    createFatalHandler({ sys, cleanup: stop }).install();
     for (const sig of ["SIGINT", "SIGTERM"] as const) {
       process.once(sig, () => {
         log.info({ signal: sig }, "stopping");
