@@ -32,6 +32,7 @@ import {
   frameReader,
   grpcMessage,
   grpcRequestHeaders,
+  captureClientHello,
   hpack,
   pool,
   prng,
@@ -491,20 +492,3 @@ describe("transport fuzz", () => {
     await afterPhase("mTLS churn");
   }, 120_000);
 });
-
-/** The first bytes a TLS client sends (its ClientHello), captured from a throwaway local server. */
-function captureClientHello(): Promise<Buffer> {
-  return new Promise((resolve) => {
-    const srv = net.createServer((s) => {
-      s.once("data", (d) => {
-        resolve(d);
-        s.destroy();
-        srv.close();
-      });
-    });
-    srv.listen(0, "127.0.0.1", () => {
-      const t = tls.connect({ port: (srv.address() as net.AddressInfo).port, host: "127.0.0.1", rejectUnauthorized: false });
-      t.on("error", () => {});
-    });
-  });
-}

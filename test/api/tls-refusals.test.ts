@@ -15,7 +15,7 @@ import { newTalosCA } from "../../src/machinery/pki/ca.js";
 import { tlsKeyPem } from "../../src/machinery/pki/pem.js";
 import { DEFAULT_LISTENER_LIMITS, TlsListener, type Refusal } from "../../src/host/tls-listener.js";
 import { apply, clusterConfigs, eventually, insecureClient, mtlsClient, startNode, talosconfigCreds, version, type Creds, type Harness } from "./harness.js";
-import { Flag, FrameType, PREFACE, VERSION_PATH, closedWithin, frame, grpcRequestHeaders, pool, settings, sleep, tlsConnect } from "./wire.js";
+import { Flag, FrameType, PREFACE, VERSION_PATH, captureClientHello, closedWithin, frame, grpcRequestHeaders, pool, settings, sleep, tlsConnect } from "./wire.js";
 
 const CLIENT_AUTH = "1.3.6.1.5.5.7.3.2";
 const SERVER_AUTH = "1.3.6.1.5.5.7.3.1";
@@ -128,21 +128,21 @@ describe("the host TLS listener", () => {
     const l = new TlsListener(identity, "t", { ...DEFAULT_LISTENER_LIMITS, onAccept: (c) => c.socket.destroy(), onRefused: (r) => refusals.push(r) });
     const { port } = await l.listen("127.0.0.1", 0);
     const ports = new Set<number>();
+    const hello = await captureClientHello();
     await pool(20, 5, async () => {
       const raw = net.connect({ port, host: "127.0.0.1" });
       raw.on("error", () => {});
       await new Promise((r) => raw.once("connect", r));
       ports.add(raw.localPort!);
-      const t = tls.connect({ socket: raw, rejectUnauthorized: false });
-      t.on("error", () => {});
-      // Reset once the server has answered the ClientHello: the server is mid-handshake.
-      await sleep(20);
+      // A ClientHello, then a reset once the server has answered it: the server is mid-handshake.
+      raw.write(hello);
+      await new Promise((r) => raw.once("data", r));
       raw.resetAndDestroy();
       await closedWithin(raw, 2000);
     });
     await eventually(async () => expect(l.size).toBe(0));
     await l.close();
-    expect(refusals.length).toBeGreaterThan(0);
+    expect(refusals.length).toBe(20);
     for (const r of refusals) {
       expect(r.peer).toMatch(/^127\.0\.0\.1:\d+$/);
       expect(ports.has(Number(r.peer.split(":")[1]))).toBe(true);

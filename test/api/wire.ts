@@ -194,3 +194,20 @@ export function frameReader(s: tls.TLSSocket) {
     },
   };
 }
+
+/** The first bytes a TLS client sends (its ClientHello), captured from a throwaway local server. */
+export function captureClientHello(opts: tls.ConnectionOptions = {}): Promise<Buffer> {
+  return new Promise((resolve) => {
+    const srv = net.createServer((s) => {
+      s.once("data", (d) => {
+        resolve(d);
+        s.destroy();
+        srv.close();
+      });
+    });
+    srv.listen(0, "127.0.0.1", () => {
+      const t = tls.connect({ port: (srv.address() as net.AddressInfo).port, host: "127.0.0.1", rejectUnauthorized: false, ALPNProtocols: ["h2"], ...opts });
+      t.on("error", () => {});
+    });
+  });
+}

@@ -63,13 +63,20 @@ interface CallInternals {
 type Refusal = { code: grpc.status; details: string };
 
 export function admissionInterceptor(o: AdmissionOptions, budget: Budget = { calls: 0, inflightBytes: 0 }): grpc.ServerInterceptor {
+  // A connection's calls share its HTTP/2 session: the peer-string lookup is done once per session.
+  const bySession = new WeakMap<object, ConnectionInfo>();
   // The call goes on unwrapped (grpc-js's typing asks for a ServerInterceptingCall, but any call object
   // works): wrapping would cost two objects and several closures per call for nothing.
   return ((desc: grpc.ServerMethodDefinition<unknown, unknown>, call: grpc.ServerInterceptingCallInterface) => {
     const { stream, metadata } = call as unknown as CallInternals;
     try {
       if (!stream || !metadata) return refuse(call, { code: grpc.status.INTERNAL, details: "call admission is unavailable (grpc-js internals changed)" });
-      const conn = o.conns.lookup(call.getPeer());
+      const session = stream.session;
+      let conn = session && bySession.get(session);
+      if (!conn) {
+        conn = o.conns.lookup(call.getPeer());
+        if (conn && session) bySession.set(session, conn);
+      }
       if (!conn) return refuse(call, { code: grpc.status.UNAVAILABLE, details: "connection is not registered (closing)" });
       const method = desc.path;
       if (!conn.allows(method)) {
@@ -81,9 +88,9 @@ export function admissionInterceptor(o: AdmissionOptions, budget: Budget = { cal
         return refuse(call, { code: grpc.status.RESOURCE_EXHAUSTED, details: `too many calls in progress (limit ${o.limits.maxCalls})` });
       }
       budget.calls++;
-      const meter = new RequestMeter(call, stream, conn, budget, o.limits);
-      stream.prependListener("data", meter.onData);
-      stream.once("close", meter.onClose);
+      (stream as MeteredStream)[METER] = new RequestMeter(call, stream, conn, budget, o.limits);
+      stream.prependListener("data", onMeteredData);
+      stream.on("close", onMeteredClose);
       admitted.set(metadata, { conn, echoHostname: route.echoHostname });
       return call;
     } catch (err) {
@@ -124,6 +131,17 @@ function refuse(call: grpc.ServerInterceptingCallInterface, r: Refusal) {
   return call;
 }
 
+const METER = Symbol("request meter");
+type MeteredStream = ServerHttp2Stream & { [METER]?: RequestMeter };
+
+// Listeners shared by every call (the stream is `this`): no closures made per call.
+function onMeteredData(this: MeteredStream, chunk: Buffer): void {
+  this[METER]?.data(chunk);
+}
+function onMeteredClose(this: MeteredStream): void {
+  this[METER]?.finish();
+}
+
 /**
  * Follows the gRPC length prefixes of a call's request as its bytes arrive (ahead of grpc-js's decoder,
  * which buffers a message until it is complete) and reserves each announced message against the
@@ -136,8 +154,7 @@ class RequestMeter {
   private bodyLeft = 0;
   private reserved = 0;
   private done = false;
-  private holdsSlot = true;
-  private stall: NodeJS.Timeout | undefined;
+  private stall: NodeJS.Timeout | undefined = undefined;
 
   constructor(
     private readonly call: grpc.ServerInterceptingCallInterface,
@@ -147,7 +164,7 @@ class RequestMeter {
     private readonly limits: TransportLimits,
   ) {}
 
-  readonly onData = (chunk: Buffer): void => {
+  data(chunk: Buffer): void {
     if (this.done) return;
     const n = chunk.length;
     let i = 0;
@@ -169,27 +186,32 @@ class RequestMeter {
         this.bodyLeft = size;
       }
     }
-    const partial = this.bodyLeft > 0 || this.headerLeft < 5;
-    if (partial) {
+    if (this.bodyLeft > 0 || this.headerLeft < 5) {
       if (this.stall) this.stall.refresh();
       else {
-        this.stall = setTimeout(this.onStall, this.limits.messageStallMs);
+        this.stall = setTimeout(() => this.onStall(), this.limits.messageStallMs);
         this.stall.unref();
       }
     } else if (this.stall) {
       clearTimeout(this.stall);
       this.stall = undefined;
     }
-  };
+  }
 
-  readonly onClose = (): void => {
-    this.finish();
-  };
+  /** The call is over for us (refused or closed): its reservation and its call slot go back. */
+  finish(): void {
+    if (this.done) return;
+    this.done = true;
+    this.budget.calls--;
+    this.release();
+    if (this.stall) clearTimeout(this.stall);
+    this.stream.off("data", onMeteredData);
+  }
 
-  private readonly onStall = (): void => {
+  private onStall(): void {
     this.stall = undefined;
     this.refuse(grpc.status.DEADLINE_EXCEEDED, `request message stalled: no data for ${this.limits.messageStallMs} ms`);
-  };
+  }
 
   private admit(size: number): boolean {
     this.release();
@@ -220,19 +242,6 @@ class RequestMeter {
     this.conn.inflightBytes -= this.reserved;
     this.budget.inflightBytes -= this.reserved;
     this.reserved = 0;
-  }
-
-  /** The call is over for us (refused or closed): its reservation and its call slot go back. */
-  private finish(): void {
-    if (this.holdsSlot) {
-      this.holdsSlot = false;
-      this.budget.calls--;
-    }
-    if (this.done) return;
-    this.done = true;
-    this.release();
-    if (this.stall) clearTimeout(this.stall);
-    this.stream.off("data", this.onData);
   }
 
   private refuse(code: grpc.status, details: string): false {
