@@ -72,7 +72,7 @@ export const DEFAULT_LISTENER_LIMITS = {
   closeGraceMs: 5_000,
   refuseGraceMs: 1_000,
   keepAliveMs: 60_000,
-  sweepIntervalMs: 10_000,
+  sweepIntervalMs: 5_000,
 };
 
 /**
@@ -195,6 +195,8 @@ export class TlsListener<T> {
     }
     const peer = `${raw.remoteAddress}:${raw.remotePort}`;
     raw.on("error", () => raw.destroy());
+    // At the cap, first let go of connections that are already dead, then count again.
+    if (this.tracked.size >= this.opts.maxConnections) this.sweep();
     if (this.closing || this.tracked.size >= this.opts.maxConnections) {
       raw.destroy();
       this.opts.onRefused?.({ kind: "limit", reason: `too many connections (limit ${this.opts.maxConnections})`, peer });

@@ -70,18 +70,11 @@ interface Stats {
 
 let child: ChildProcess;
 let port = 0;
-const replies: ((m: unknown) => void)[] = [];
 let base: Stats;
 let creds: Creds | undefined;
 const figures = { churned: 0, phases: [] as { phase: string; fds: number; rss: number; loopMaxMs: number; probeMs: number }[], peakRss: 0 };
 
-function ask<T>(cmd: string): Promise<T> {
-  return new Promise((resolve) => {
-    replies.push(resolve as (m: unknown) => void);
-    child.send({ cmd });
-  });
-}
-const stats = () => ask<Stats>("stats");
+const stats = () => node.ask<Stats>("stats");
 
 let maxLoop = 0;
 async function sample(): Promise<Stats> {
@@ -132,30 +125,56 @@ async function afterPhase(phase: string): Promise<void> {
   maxLoop = 0;
 }
 
-beforeAll(async () => {
-  const fixture = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures", "transport-node.ts");
-  child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", fixture], {
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-    env: { ...process.env, TRANSPORT_LIMITS: JSON.stringify(LIMITS) },
+const FIXTURE = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures", "transport-node.ts");
+
+/** The fixture node in a child process; `nofile` caps its descriptors (RLIMIT_NOFILE). */
+async function startNodeProcess(limits: object, nofile?: number) {
+  const argv = ["--expose-gc", "--import", "tsx", FIXTURE];
+  const proc = nofile
+    ? spawn("/bin/sh", ["-c", `ulimit -n ${nofile} && exec "$0" "$@"`, process.execPath, ...argv], { stdio: ["ignore", "inherit", "inherit", "ipc"], env: { ...process.env, TRANSPORT_LIMITS: JSON.stringify(limits) } })
+    : spawn(process.execPath, argv, { stdio: ["ignore", "inherit", "inherit", "ipc"], env: { ...process.env, TRANSPORT_LIMITS: JSON.stringify(limits) } });
+  const waiting: { resolve: (m: unknown) => void; reject: (e: Error) => void }[] = [];
+  proc.once("exit", (code, signal) => {
+    for (const w of waiting.splice(0)) w.reject(new Error(`transport node exited (${code ?? signal})`));
   });
-  port = await new Promise<number>((resolve, reject) => {
-    child.once("exit", (code) => reject(new Error(`transport node exited with ${code}`)));
-    child.on("message", (msg: { port?: number }) => {
+  const p = await new Promise<number>((resolve, reject) => {
+    proc.once("exit", (code) => reject(new Error(`transport node exited with ${code}`)));
+    proc.on("message", (msg: { port?: number }) => {
       if (msg.port !== undefined) resolve(msg.port);
-      else replies.shift()?.(msg);
+      else waiting.shift()?.resolve(msg);
     });
   });
+  return {
+    proc,
+    port: p,
+    ask<T>(cmd: string): Promise<T> {
+      if (proc.exitCode !== null || proc.signalCode !== null) return Promise.reject(new Error("transport node is not running"));
+      return new Promise((resolve, reject) => {
+        waiting.push({ resolve: resolve as (m: unknown) => void, reject });
+        proc.send({ cmd });
+      });
+    },
+    async stop() {
+      if (proc.exitCode !== null) return;
+      const gone = new Promise((r) => proc.once("exit", r));
+      proc.disconnect();
+      await Promise.race([gone, sleep(5000)]);
+      if (proc.exitCode === null) proc.kill("SIGKILL");
+    },
+  };
+}
+let node: Awaited<ReturnType<typeof startNodeProcess>>;
+
+beforeAll(async () => {
+  node = await startNodeProcess(LIMITS);
+  child = node.proc;
+  port = node.port;
   await probe(); // warm: first-call allocations are not a leak
   base = await settle();
 }, 60_000);
 
 afterAll(async () => {
-  if (child && child.exitCode === null) {
-    const gone = new Promise((r) => child.once("exit", r));
-    child.disconnect();
-    await Promise.race([gone, sleep(5000)]);
-    if (child.exitCode === null) child.kill("SIGKILL");
-  }
+  await node?.stop();
   // The closing figures for the issue: what was churned, and where descriptors, memory and stalls ended up.
   console.log(
     `transport fuzz (seed ${SEED.toString(16)}): ${figures.churned} connections churned; descriptors ${base?.fds} before; ` +
@@ -491,4 +510,32 @@ describe("transport fuzz", () => {
     expect(kept).toBe(0);
     await afterPhase("mTLS churn");
   }, 120_000);
+});
+
+describe("out of descriptors", () => {
+  it("keeps running when every descriptor is taken (accept and spawn fail with EMFILE), and serves again once they are free", async () => {
+    // A node allowed 128 descriptors and 1,000 connections: the descriptors run out first.
+    const n = await startNodeProcess({ ...LIMITS, maxConnections: 1000, maxCalls: 1000, handshakeTimeoutMs: 30_000, idleTimeoutMs: 60_000 }, 128);
+    try {
+      const held = (await Promise.all(Array.from({ length: 140 }, () => tlsConnect(n.port)))).filter((c) => c !== undefined);
+      for (const c of held) c.tls.on("data", () => {});
+      expect(held.length, "connections the node took before its descriptors ran out").toBeGreaterThan(50);
+      // Spawning needs descriptors too: the call fails, the process does not.
+      const ip = await n.ask<{ ok?: boolean; error?: string }>("ip");
+      expect(ip.error).toMatch(/EMFILE/);
+      expect(n.proc.exitCode).toBeNull();
+      figures.churned += held.length;
+      for (const c of held) c.raw.destroy();
+      const c = new TestClient(`127.0.0.1:${n.port}`, insecureTls());
+      try {
+        await eventually(() => c.unary(MachineService, "Version", EmptySchema, m.VersionResponseSchema, {}, { deadlineMs: 1000 }), 10_000);
+      } finally {
+        c.close();
+      }
+      expect(await n.ask<{ ok?: boolean }>("ip")).toEqual({ ok: true });
+      expect(n.proc.exitCode).toBeNull();
+    } finally {
+      await n.stop();
+    }
+  }, 60_000);
 });
