@@ -117,7 +117,9 @@ export class TlsListener<T> {
     this.setPolicy(policy, tag);
     this.netServer = net.createServer({ noDelay: true }, (raw) => this.onTcp(raw));
     // Without a listener an accept failure (EMFILE, ENFILE) would be an uncaught 'error' event.
-    this.netServer.on("error", (err) => this.opts.onAcceptError?.(err));
+    this.netServer.on("error", (err) => {
+      if (this.netServer.listening) this.opts.onAcceptError?.(err);
+    });
   }
 
   listen(host: string, port: number): Promise<net.AddressInfo> {
@@ -137,17 +139,11 @@ export class TlsListener<T> {
   setPolicy(policy: TlsServerPolicy, tag: T): void {
     const mutual = !!policy.clientCAs;
     const server = tls.createServer({
-      cert: policy.certPem,
-      key: policy.keyPem,
-      ca: policy.clientCAs,
+      ...contextOptions(policy),
       requestCert: mutual,
       // We refuse ourselves, after the handshake, so that the refusal carries an alert (see tls-alert.ts).
       rejectUnauthorized: false,
       ALPNProtocols: ["h2"],
-      // As upstream (siderolabs/crypto tls.New): TLS 1.3 only, no session tickets.
-      minVersion: "TLSv1.3",
-      secureOptions: cryptoConstants.SSL_OP_NO_TICKET,
-      handshakeTimeout: this.opts.handshakeTimeoutMs,
     });
     server.on("secureConnection", (s) => this.onSecure(s));
     server.on("tlsClientError", (err, s) => this.onTlsError(err, s));
@@ -158,7 +154,8 @@ export class TlsListener<T> {
   /** Replace the server certificate of the current policy (renewal) without dropping connections. */
   rotate(certPem: string, keyPem: string): void {
     const policy = { ...this.current.policy, certPem, keyPem };
-    this.current.server.setSecureContext({ cert: certPem, key: keyPem, ca: policy.clientCAs });
+    // A whole new context: setSecureContext does not keep the previous one's version floor or options.
+    this.current.server.setSecureContext(contextOptions(policy));
     this.current = { ...this.current, policy };
   }
 
@@ -213,8 +210,9 @@ export class TlsListener<T> {
       t.tls?.destroy();
     });
     raw.setKeepAlive(true, this.opts.keepAliveMs);
+    // Our handshake deadline (node:tls has its own, 120 s, which never comes first).
     t.timer = setTimeout(() => {
-      if (t.state !== "handshake") return;
+      if (t.state !== "handshake" || raw.destroyed) return;
       this.opts.onRefused?.({ kind: "timeout", reason: `no TLS handshake within ${this.opts.handshakeTimeoutMs} ms`, peer });
       raw.destroy();
     }, this.opts.handshakeTimeoutMs);
@@ -322,6 +320,17 @@ export class TlsListener<T> {
     if (t.tls) t.tls.destroy();
     t.raw.destroy();
   }
+}
+
+function contextOptions(policy: TlsServerPolicy): tls.SecureContextOptions {
+  return {
+    cert: policy.certPem,
+    key: policy.keyPem,
+    ca: policy.clientCAs,
+    // As upstream (siderolabs/crypto tls.New): TLS 1.3 only, no session tickets.
+    minVersion: "TLSv1.3",
+    secureOptions: cryptoConstants.SSL_OP_NO_TICKET,
+  };
 }
 
 const UNKNOWN_CA = new Set([

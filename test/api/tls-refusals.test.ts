@@ -106,13 +106,24 @@ describe("client certificates are refused in the TLS exchange with the alert the
     c.close();
   });
 
-  it("TLS 1.2 is refused, as upstream (TLS 1.3 only)", async () => {
-    const r = await new Promise<string>((resolve) => {
+  const tls12 = () =>
+    new Promise<string>((resolve) => {
       const s = tls.connect({ host: "127.0.0.1", port: h.node.port, maxVersion: "TLSv1.2", rejectUnauthorized: false, ALPNProtocols: ["h2"] });
       s.on("error", (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
       s.on("secureConnect", () => resolve("connected"));
     });
-    expect(r).toBe("ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION");
+
+  it("TLS 1.2 is refused, as upstream (TLS 1.3 only)", async () => {
+    expect(await tls12()).toBe("ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION");
+  });
+
+  it("a renewed server certificate keeps all of it (TLS 1.3 only, client certificates refused with alerts)", async () => {
+    const cfgs = await clusterConfigs();
+    const renewed = await issueServerCert({ crt: cfgs.secrets.certs.os.crt, key: cfgs.secrets.certs.os.key }, { ipSANs: ["127.0.0.1"] });
+    h.node.api.rotate({ certPem: renewed.crt, keyPem: tlsKeyPem(renewed.key) });
+    expect(await tls12()).toBe("ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION");
+    expect(await tryTls(certs.foreign)).toEqual({ secure: true, error: "ERR_SSL_TLSV1_ALERT_UNKNOWN_CA" });
+    expect(await tryTls(certs.admin)).toEqual({ secure: true, served: true });
   });
 });
 

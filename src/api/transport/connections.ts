@@ -56,8 +56,3 @@ export class ConnectionRegistry {
     return this.byPeer.size;
   }
 }
-
-/** Same format as grpc-js getPeer(): "<remoteAddress>:<remotePort>". */
-export function peerKey(s: { remoteAddress?: string; remotePort?: number }): string {
-  return `${s.remoteAddress}:${s.remotePort}`;
-}
