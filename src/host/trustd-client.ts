@@ -72,7 +72,7 @@ export const requestTrustdCertificate: TrustdClient = (req) =>
       new grpc.Metadata({ waitForReady: false }),
       { deadline: Date.now() + req.timeoutMs },
       (err, res) => {
-        if (err) finish(new ApiError(err.code as number as Code, err.details || err.message));
+        if (err) finish(new ApiError(err.code as number as Code, tidy(err.details || err.message)));
         else if (!res?.crt.length) finish(new ApiError(Code.Internal, "trustd answered without a certificate"));
         else finish(null, { ca: Buffer.from(res.ca).toString("utf8"), crt: Buffer.from(res.crt).toString("utf8") });
       },
@@ -83,3 +83,8 @@ export const requestTrustdCertificate: TrustdClient = (req) =>
     };
     req.signal?.addEventListener("abort", onAbort, { once: true });
   });
+
+/** grpc-js's connection errors read "No connection established. Last error: Error: connect ECONNREFUSED …. Resolution note: ". */
+function tidy(details: string): string {
+  return details.replace(/\. Resolution note: ?$/, "").replace(/Last error: Error: /, "last error: ");
+}

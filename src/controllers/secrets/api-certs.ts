@@ -8,7 +8,7 @@
  *
  * Workers (no CA key): a fresh key and a CSR for the same names (the key type follows the last accepted CA), sent
  * to a control plane's trustd (port 50001) with machine.token. The control planes are the merged control-plane
- * Endpoints; each attempt asks the next one in turn, with a 10 s deadline, and a failure is retried with
+ * Endpoints; each attempt asks the next one in turn (starting at a random one), with a 10 s deadline, and a failure is retried with
  * exponential backoff. The answer is published as the server certificate, with no client certificate (a worker
  * cannot forward) and the CAs trustd returned as the accepted ones; it is asked for again every 12 h (the
  * certificate is valid 24 h) or when the names, the token or the CAs change. What the worker waits for meanwhile
@@ -70,7 +70,8 @@ export function apiCertsController(opts: APICertsOptions = {}): Controller {
   const retry = w.retry ?? { initialMs: 1000, maxMs: 30_000 };
 
   let failures = 0;
-  let turn = 0;
+  // Workers start at a random control plane, as upstream shuffles its round-robin list.
+  let turn = Math.floor(Math.random() * 1024);
   let reported = "undefined";
   const report = (s: WorkerCertStatus | undefined) => {
     const key = JSON.stringify(s) ?? "undefined";
