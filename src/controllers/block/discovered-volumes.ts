@@ -76,7 +76,7 @@ export function discoveredVolumesController(opts: DiscoveredVolumesOptions = {})
           io_size: d.spec.io_size,
           ...fromProbe(found),
           name: found.name,
-        } as DiscoveredVolumeSpec;
+        };
         ctx.apply({ namespace: RUNTIME_NS, type: DiscoveredVolumeType.type, id: d.id, spec: disk });
         keep.push(d.id);
         for (const p of gpt?.partitions ?? []) {
@@ -89,7 +89,7 @@ export function discoveredVolumesController(opts: DiscoveredVolumesOptions = {})
           } catch {
             content = { name: "" };
           }
-          const spec = {
+          const spec: DiscoveredVolumeSpec = {
             dev_path: pPath,
             type: "partition",
             device_path: d.file ? "" : await devicePath(id),
@@ -106,7 +106,7 @@ export function discoveredVolumesController(opts: DiscoveredVolumesOptions = {})
             partition_type: p.typeGuid.toLowerCase(),
             partition_label: p.name || undefined,
             partition_index: p.index,
-          } as DiscoveredVolumeSpec;
+          };
           ctx.apply({ namespace: RUNTIME_NS, type: DiscoveredVolumeType.type, id, spec });
           keep.push(id);
         }
