@@ -1,22 +1,27 @@
 /**
  * The shape of every Talos config document as the Go types declare it (Talos v1.14, pkg/machinery/config/types):
  * for each struct, its fields in declaration order with their yaml keys, whether `omitempty` is set, and their
- * types. Upstream re-encodes a patched config from these types, so this order, the omitempty rules and the field
- * types decide the patched text (`type: ""` and `certSANs: []` are fields without omitempty; a nil pointer without
- * omitempty is `null`).
+ * types. Upstream decodes a config into these types, merges patches into them by reflection, and re-encodes them,
+ * so this order, the omitempty rules and the field types decide the patched text (`type: ""` and `certSANs: []`
+ * are fields without omitempty; a nil pointer without omitempty is `null`).
  *
  * Field syntax: `key:type`, `key?:type` (omitempty), `...Type` (an inlined struct). Types:
  *   str bool int uint float any      Go scalars and interface{}
  *   *T []T {}T                       pointer, slice, map with string keys
  *   Name                             a struct of this table (package-qualified as pkg_Name where names clash)
- *   enum(zero)                       a number with text names (MarshalText); `zero` is the name of 0
- *   text                             a value written as text that is empty when unset (addresses, sizes, CEL ...)
+ *   enum(zero)                       a number written by name (MarshalText); `zero` is the name of 0
  *   duration                         time.Duration, written as Go prints it (1m0s)
  *   args                             meta.Args: flag values that are a string or a list of strings
  *   unstructured                     meta.Unstructured: any map, written with sorted keys
  *   certkey cert key                 x509 PEM pairs, written as base64 `crt`/`key`
- *   b64 url endpoint filemode disksize sizematcher portrange   types with their own YAML form (encode/go-values.ts)
+ *   cel bytesize size ipwrap netip hwaddr   values written as text (CEL expressions, sizes, addresses), which
+ *                                    differ in how they merge
+ *   b64 url endpoint filemode disksize sizematcher portrange   types with their own YAML form (go-values.ts)
+ *
+ * Generated from the Go types by reflection; the table is data, not code.
  */
+
+export type MergeRule = "replace" | "devices" | "vlans" | "byName" | "byMountPath" | "imageRules";
 
 export const DOCUMENT_TYPES: Readonly<Record<string, string>> = {
   BGPInstanceConfig: "BGPInstanceConfigV1Alpha1", BlackholeRouteConfig: "BlackholeRouteConfigV1Alpha1",
@@ -76,19 +81,19 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
     "resources?:*v1alpha1_ResourcesConfig", "authorizationConfig?:[]*AuthorizationConfigAuthorizerConfig",
   ],
   AcceptedServiceAccountConfig: ["publicKeys?:[]str", "issuers?:[]url", "audiences?:[]str"],
-  AddressConfig: ["address:text", "routePriority?:*uint"],
+  AddressConfig: ["address:netip", "routePriority?:*uint"],
   AdminKubeconfigConfig: ["certLifetime?:duration"],
   AdmissionPluginConfig: ["name:str", "configuration:unstructured"],
   AuthorizationConfigAuthorizerConfig: ["type:str", "name:str", "webhook?:unstructured"],
   BGPBFDConfig: ["transmitInterval?:duration", "receiveInterval?:duration", "detectMultiplier?:uint"],
-  BGPImportRoute: ["bgpInstance:str", "prefixes:[]text"],
+  BGPImportRoute: ["bgpInstance:str", "prefixes:[]ipwrap"],
   BGPInstanceConfigV1Alpha1: [
-    "...Meta", "name:str", "vrf?:str", "localASN:uint", "routerID?:text", "routeSource?:text", "advertise?:[]str",
+    "...Meta", "name:str", "vrf?:str", "localASN:uint", "routerID?:ipwrap", "routeSource?:ipwrap", "advertise?:[]str",
     "multipath?:*bool", "maxPaths?:uint", "installRoutes?:*bool", "importRoutes?:[]BGPImportRoute",
     "neighbors?:[]BGPNeighborConfig",
   ],
   BGPNeighborConfig: [
-    "address?:text", "link?:str", "peerASN?:uint", "localASN?:uint", "passive?:bool", "holdTime?:duration",
+    "address?:ipwrap", "link?:str", "peerASN?:uint", "localASN?:uint", "passive?:bool", "holdTime?:duration",
     "bfd?:*BGPBFDConfig",
   ],
   BlackholeRouteConfigV1Alpha1: ["...Meta", "name:str", "metric?:uint"],
@@ -101,9 +106,9 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
     "adActorSysPrio?:uint", "adUserPortKey?:uint", "peerNotifyDelay?:uint",
   ],
   BondConfigV1Alpha1: [
-    "...Meta", "name:str", "hardwareAddr?:text", "links?:[]str", "bondMode?:*enum(balance-rr)", "miimon?:*uint",
+    "...Meta", "name:str", "hardwareAddr?:hwaddr", "links?:[]str", "bondMode?:*enum(balance-rr)", "miimon?:*uint",
     "updelay?:*uint", "downdelay?:*uint", "useCarrier?:*bool", "xmitHashPolicy?:*enum(layer2)", "arpInterval?:*uint",
-    "arpIpTargets?:[]text", "nsIp6Targets?:[]text", "arpValidate?:*enum(none)", "arpAllTargets?:*enum(any)",
+    "arpIpTargets?:[]netip", "nsIp6Targets?:[]netip", "arpValidate?:*enum(none)", "arpAllTargets?:*enum(any)",
     "lacpRate?:*enum(slow)", "failOverMac?:*enum(none)", "adSelect?:*enum(stable)", "adActorSysPrio?:*uint",
     "adUserPortKey?:*uint", "adLACPActive?:*enum(off)", "primary?:*str", "primaryReselect?:*enum(always)",
     "resendIGMP?:*uint", "minLinks?:*uint", "lpInterval?:*uint", "packetsPerSlave?:*uint", "numPeerNotif?:*uint",
@@ -112,7 +117,7 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
   ],
   Bridge: ["interfaces:[]str", "stp?:*STP", "vlan?:*BridgeVLAN"],
   BridgeConfigV1Alpha1: [
-    "...Meta", "name:str", "hardwareAddr?:text", "links?:[]str", "stp?:BridgeSTPConfig", "vlan?:BridgeVLANConfig",
+    "...Meta", "name:str", "hardwareAddr?:hwaddr", "links?:[]str", "stp?:BridgeSTPConfig", "vlan?:BridgeVLANConfig",
     "...CommonLinkConfig",
   ],
   BridgePort: ["master?:str"],
@@ -165,11 +170,11 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
   DHCPOptions: ["routeMetric:uint", "ipv4?:*bool", "ipv6?:*bool", "duidv6?:str"],
   DHCPv4ConfigV1Alpha1: [
     "...Meta", "name:str", "routeMetric?:uint", "ignoreHostname?:*bool", "ignoreRoutes?:*bool",
-    "clientIdentifier?:*enum(none)", "duidRaw?:text",
+    "clientIdentifier?:*enum(none)", "duidRaw?:hwaddr",
   ],
   DHCPv6ConfigV1Alpha1: [
     "...Meta", "name:str", "routeMetric?:uint", "ignoreHostname?:*bool", "clientIdentifier?:*enum(none)",
-    "duidRaw?:text",
+    "duidRaw?:hwaddr",
   ],
   DefaultActionConfigV1Alpha1: ["...Meta", "ingress:enum(accept)"],
   Device: [
@@ -187,9 +192,9 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
   DiscoveryRegistriesConfig: ["kubernetes:RegistryKubernetesConfig", "service:RegistryServiceConfig"],
   DiscoveryServiceConfigV1Alpha1: ["...Meta", "name:str", "endpoint:url"],
   DiskPartition: ["size?:disksize", "mountpoint?:str"],
-  DiskSelector: ["match?:text"],
-  DiskSelectorSpec: ["match?:text"],
-  DummyLinkConfigV1Alpha1: ["...Meta", "name:str", "hardwareAddr?:text", "...CommonLinkConfig"],
+  DiskSelector: ["match?:cel"],
+  DiskSelectorSpec: ["match?:cel"],
+  DummyLinkConfigV1Alpha1: ["...Meta", "name:str", "hardwareAddr?:hwaddr", "...CommonLinkConfig"],
   EncryptionConfig: [
     "provider:str", "keys:[]*v1alpha1_EncryptionKey", "cipher?:str", "keySize?:uint", "blockSize?:uint",
     "options?:[]str",
@@ -249,7 +254,7 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
     "image?:str", "skip?:*bool", "deny?:*bool", "keyless?:*ImageKeylessVerifierV1Alpha1",
     "publicKey?:*ImagePublicKeyVerifierV1Alpha1",
   ],
-  IngressRule: ["subnet:text", "except?:text"],
+  IngressRule: ["subnet:netip", "except?:ipwrap"],
   InstallConfig: [
     "disk?:str", "diskSelector?:*InstallDiskSelector", "extraKernelArgs?:[]str", "image?:str",
     "extensions?:[]InstallExtensionConfig", "bootloader?:*bool", "wipe:*bool", "legacyBIOSSupport?:*bool",
@@ -290,7 +295,7 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
   ],
   KubeInlineManifestConfigV1Alpha1: ["...Meta", "name:str", "manifest:str"],
   KubeNetworkConfigV1Alpha1: [
-    "...Meta", "dnsDomain:str", "podSubnets:[]text", "serviceSubnets:[]text", "nodeCIDRMaskSizeIPv4?:int",
+    "...Meta", "dnsDomain:str", "podSubnets:[]ipwrap", "serviceSubnets:[]ipwrap", "nodeCIDRMaskSizeIPv4?:int",
     "nodeCIDRMaskSizeIPv6?:int",
   ],
   KubeNodeConfigV1Alpha1: [
@@ -315,7 +320,7 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
     "harvestExtraEndpoints?:*bool", "mtu?:*uint", "filters?:*KubeSpanFiltersConfig",
   ],
   KubeSpanFilters: ["endpoints?:[]str", "excludeAdvertisedNetworks?:[]str"],
-  KubeSpanFiltersConfig: ["endpoints?:[]str", "excludeAdvertisedNetworks?:[]text"],
+  KubeSpanFiltersConfig: ["endpoints?:[]str", "excludeAdvertisedNetworks?:[]ipwrap"],
   KubeStaticPodConfigV1Alpha1: ["...Meta", "name:str", "pod:unstructured"],
   KubeTalosAPIAccessConfigV1Alpha1: ["...Meta", "allowedRoles?:[]str", "allowedKubernetesNamespaces?:[]str"],
   KubeletConfig: [
@@ -329,18 +334,18 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
   ],
   KubeletNodeIPConfig: ["validSubnets?:[]str"],
   KubernetesTalosAPIAccessConfig: ["enabled?:*bool", "allowedRoles?:[]str", "allowedKubernetesNamespaces?:[]str"],
-  KubespanEndpointsConfigV1Alpha1: ["...Meta", "extraAnnouncedEndpoints:[]text"],
+  KubespanEndpointsConfigV1Alpha1: ["...Meta", "extraAnnouncedEndpoints:[]netip"],
   LVMLogicalVolumeConfigV1Alpha1: [
     "...Meta", "name:str", "type:enum(linear)", "mirrors?:*uint", "stripes?:*uint",
     "provisioning:LVMLogicalVolumeProvisioningSpec",
   ],
-  LVMLogicalVolumeProvisioningSpec: ["volumeGroup:str", "minSize?:text", "maxSize?:text"],
+  LVMLogicalVolumeProvisioningSpec: ["volumeGroup:str", "minSize?:bytesize", "maxSize?:size"],
   LVMVolumeGroupConfigV1Alpha1: ["...Meta", "name:str", "provisioning:storage_ProvisioningSpec"],
-  LVMVolumeSelectorSpec: ["match?:text"],
+  LVMVolumeSelectorSpec: ["match?:cel"],
   Layer2VIPConfigV1Alpha1: ["...Meta", "name:str", "link:str"],
   LinkAliasConfigV1Alpha1: ["...Meta", "name:str", "selector?:LinkSelector"],
   LinkConfigV1Alpha1: ["...Meta", "name:str", "...CommonLinkConfig"],
-  LinkSelector: ["match?:text"],
+  LinkSelector: ["match?:cel"],
   LinuxIDMapping: ["containerID:uint", "hostID:uint", "size:uint"],
   LocalImageCacheConfig: ["enabled?:*bool"],
   LoggingConfig: ["destinations:[]LoggingDestination"],
@@ -365,7 +370,7 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
   Meta: ["apiVersion?:str", "kind:str"],
   MountSpec: ["secure?:*bool", "disableAccessTime?:*bool"],
   NTPConfig: ["servers?:[]str", "useNTS?:*bool"],
-  NameserverConfig: ["address:text", "protocol?:enum(Do53)", "tlsServerName?:str"],
+  NameserverConfig: ["address:ipwrap", "protocol?:enum(Do53)", "tlsServerName?:str"],
   NetworkConfig: [
     "hostname?:str", "interfaces?:[]*Device", "nameservers?:[]str", "searchDomains?:[]str",
     "extraHostEntries?:[]*ExtraHost", "kubespan?:*NetworkKubeSpan", "disableSearchDomain?:*bool",
@@ -379,7 +384,7 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
   ],
   NodeIPConfig: ["validSubnets?:[]str"],
   OOMV1Alpha1: [
-    "...Meta", "triggerExpression?:text", "cgroupRankingExpression?:text", "strictCgroupClassOrdering?:*bool",
+    "...Meta", "triggerExpression?:cel", "cgroupRankingExpression?:cel", "strictCgroupClassOrdering?:*bool",
     "sampleInterval?:duration",
   ],
   PCIDriverRebindConfigV1Alpha1: ["...Meta", "name:str", "targetDriver:str"],
@@ -389,7 +394,7 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
     "...Meta", "name:str", "level:enum(raid1)", "metadata?:enum(1.0)", "provisioning:RAIDProvisioningSpec",
   ],
   RAIDProvisioningSpec: ["volumeSelector:RAIDVolumeSelector"],
-  RAIDVolumeSelector: ["match?:text"],
+  RAIDVolumeSelector: ["match?:cel"],
   RawVolumeConfigV1Alpha1: [
     "...Meta", "name:str", "provisioning?:block_ProvisioningSpec", "encryption?:EncryptionSpec",
   ],
@@ -414,10 +419,10 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
   ],
   Route: ["network:str", "gateway:str", "source?:str", "metric?:uint", "mtu?:uint"],
   RouteConfig: [
-    "destination?:text", "gateway?:text", "source?:text", "metric?:uint", "mtu?:uint", "table?:enum(unspec)",
+    "destination?:ipwrap", "gateway?:ipwrap", "source?:ipwrap", "metric?:uint", "mtu?:uint", "table?:enum(unspec)",
   ],
   RoutingRuleConfigV1Alpha1: [
-    "...Meta", "name:str", "src?:text", "dst?:text", "table:enum(unspec)", "action?:enum(unspec)", "iifName?:str",
+    "...Meta", "name:str", "src?:ipwrap", "dst?:ipwrap", "table:enum(unspec)", "action?:enum(unspec)", "iifName?:str",
     "oifName?:str", "fwMark?:uint", "fwMask?:uint",
   ],
   RuleConfigV1Alpha1: ["...Meta", "name:str", "portSelector:RulePortSelector", "ingress:[]IngressRule"],
@@ -465,7 +470,7 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
     "...Meta", "name:str", "vlanID?:uint", "vlanMode?:*enum(VLANProtocol(0))", "parent?:str", "...CommonLinkConfig",
   ],
   VRFConfigV1Alpha1: [
-    "...Meta", "name:str", "hardwareAddr?:text", "links?:[]str", "table:enum(unspec)", "...CommonLinkConfig",
+    "...Meta", "name:str", "hardwareAddr?:hwaddr", "links?:[]str", "table:enum(unspec)", "...CommonLinkConfig",
   ],
   VethConfigV1Alpha1: ["...Meta", "name:str", "peer:VethPeerConfig", "...CommonLinkConfig"],
   VethPeerConfig: ["name:str", "...CommonLinkConfig"],
@@ -480,17 +485,17 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
   ],
   VolumeDiscoverySpec: ["volumeSelector?:VolumeSelector"],
   VolumeMountConfig: ["hostPath:str", "mountPath:str", "readonly?:bool"],
-  VolumeSelector: ["match?:text"],
+  VolumeSelector: ["match?:cel"],
   WatchdogTimerV1Alpha1: ["...Meta", "device:str", "timeout?:duration"],
   WireguardConfigV1Alpha1: [
     "...Meta", "name:str", "privateKey?:str", "listenPort?:int", "firewallMark?:int", "peers?:[]WireguardPeer",
     "...CommonLinkConfig",
   ],
   WireguardPeer: [
-    "publicKey?:str", "presharedKey?:str", "endpoint?:text", "persistentKeepaliveInterval?:duration",
-    "allowedIPs?:[]text",
+    "publicKey?:str", "presharedKey?:str", "endpoint?:ipwrap", "persistentKeepaliveInterval?:duration",
+    "allowedIPs?:[]ipwrap",
   ],
-  XFSSpec: ["minAllocationGroupSize?:text"],
+  XFSSpec: ["minAllocationGroupSize?:bytesize"],
   ZswapConfigV1Alpha1: ["...Meta", "maxPoolPercent?:*int", "shrinkerEnabled?:*bool"],
   block_EncryptionKey: [
     "slot:int", "static?:*block_EncryptionKeyStatic", "nodeID?:*block_EncryptionKeyNodeID",
@@ -500,7 +505,7 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
   block_EncryptionKeyNodeID: [],
   block_EncryptionKeyStatic: ["passphrase?:str"],
   block_EncryptionKeyTPM: ["options?:*EncryptionKeyTPMOptions", "checkSecurebootStatusOnEnroll?:*bool"],
-  block_ProvisioningSpec: ["diskSelector?:DiskSelector", "grow?:*bool", "minSize?:text", "maxSize?:text"],
+  block_ProvisioningSpec: ["diskSelector?:DiskSelector", "grow?:*bool", "minSize?:bytesize", "maxSize?:size"],
   k8s_ResourcesConfig: ["requests?:unstructured", "limits?:unstructured"],
   network_HostDNSConfig: ["enabled?:*bool", "forwardKubeDNSToHost?:*bool", "resolveMemberNames?:*bool"],
   runtime_ProvisioningSpec: ["diskSelector?:DiskSelectorSpec", "wipe?:*bool"],
@@ -524,4 +529,33 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
 export const ZERO_WHEN: Readonly<Record<string, readonly string[]>> = {
   runtime_ProvisioningSpec: ["diskSelector"],
   EncryptionSpec: ["provider", "keys"],
+};
+
+/**
+ * Fields that do not merge the default way (`Struct.key`): `merge:"replace"` tags (the patch value replaces the
+ * old one unless it is empty), and lists whose Go type merges items by a key: network devices by interface name or
+ * device selector, VLANs by ID, admission plugins by name, extension config files by mount path, image
+ * verification rules by image pattern (replaced, not merged).
+ */
+export const FIELD_MERGE: Readonly<Record<string, MergeRule>> = {
+  "APIServerConfig.admissionControl": "byName",
+  "APIServerConfig.auditPolicy": "replace",
+  "BGPInstanceConfigV1Alpha1.advertise": "replace",
+  "BGPInstanceConfigV1Alpha1.importRoutes": "replace",
+  "BGPInstanceConfigV1Alpha1.neighbors": "replace",
+  "CRIBaseRuntimeSpecConfigV1Alpha1.overrides": "replace",
+  "ClusterNetworkConfig.podSubnets": "replace",
+  "ClusterNetworkConfig.serviceSubnets": "replace",
+  "Device.vlans": "vlans",
+  "ImageVerificationConfigV1Alpha1.rules": "imageRules",
+  "KubeAuditPolicyConfigV1Alpha1.configuration": "replace",
+  "KubeAuthenticationConfigV1Alpha1.configuration": "replace",
+  "KubeCredentialProviderConfigV1Alpha1.configuration": "replace",
+  "KubeNetworkConfigV1Alpha1.podSubnets": "replace",
+  "KubeNetworkConfigV1Alpha1.serviceSubnets": "replace",
+  "KubeStaticPodConfigV1Alpha1.pod": "replace",
+  "NetworkConfig.interfaces": "devices",
+  "RuleConfigV1Alpha1.ingress": "replace",
+  "RulePortSelector.ports": "replace",
+  "ServiceConfigV1Alpha1.configFiles": "byMountPath",
 };

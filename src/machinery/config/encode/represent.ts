@@ -10,69 +10,9 @@
  */
 import { isPlainObject, type PlainObject } from "../tree.js";
 import { NULL, scalar, type YNode } from "./emitter.js";
-import { DOCUMENT_TYPES, STRUCTS, ZERO_WHEN } from "./go-types.js";
+import { absent, documentStruct, goStruct, isEmptyValue, type GoType } from "./go-shape.js";
 import { formatGoDuration, goBool, humanBytes, parseBytes, parseGoDuration, parsePortRange } from "./go-values.js";
 import { goFloat, goInt, isBase60Float, isOldBool, resolvePlain, sortKeys } from "./scalar.js";
-
-type Leaf =
-  | "str" | "bool" | "int" | "uint" | "float" | "any" | "text" | "duration" | "args" | "unstructured"
-  | "certkey" | "cert" | "key" | "b64" | "url" | "endpoint" | "filemode" | "disksize" | "sizematcher" | "portrange";
-
-type GoType =
-  | { k: Leaf }
-  | { k: "enum"; zero: string }
-  | { k: "ptr" | "slice" | "map"; elem: GoType }
-  | { k: "struct"; name: string };
-
-interface Field {
-  key: string;
-  type: GoType;
-  omitempty: boolean;
-}
-
-interface Struct {
-  fields: Field[];
-  keys: Set<string>;
-}
-
-const LEAVES = new Set<string>([
-  "str", "bool", "int", "uint", "float", "any", "text", "duration", "args", "unstructured",
-  "certkey", "cert", "key", "b64", "url", "endpoint", "filemode", "disksize", "sizematcher", "portrange",
-]);
-
-function parseType(s: string): GoType {
-  if (s.startsWith("*")) return { k: "ptr", elem: parseType(s.slice(1)) };
-  if (s.startsWith("[]")) return { k: "slice", elem: parseType(s.slice(2)) };
-  if (s.startsWith("{}")) return { k: "map", elem: parseType(s.slice(2)) };
-  const e = /^enum\((.*)\)$/.exec(s);
-  if (e) return { k: "enum", zero: e[1] };
-  if (LEAVES.has(s)) return { k: s as Leaf };
-  if (!(s in STRUCTS)) throw new Error(`go-types: unknown type ${s}`);
-  return { k: "struct", name: s };
-}
-
-const parsed = new Map<string, Struct>();
-
-/** A struct of the table, with inlined structs expanded in place (parsed on first use). */
-function struct(name: string): Struct {
-  let st = parsed.get(name);
-  if (st) return st;
-  const fields: Field[] = [];
-  for (const spec of STRUCTS[name]) {
-    if (spec.startsWith("...")) {
-      fields.push(...struct(spec.slice(3)).fields);
-      continue;
-    }
-    const colon = spec.indexOf(":");
-    const omitempty = spec[colon - 1] === "?";
-    fields.push({ key: spec.slice(0, omitempty ? colon - 1 : colon), type: parseType(spec.slice(colon + 1)), omitempty });
-  }
-  st = { fields, keys: new Set(fields.map((f) => f.key)) };
-  parsed.set(name, st);
-  return st;
-}
-
-const absent = (v: unknown) => v === undefined || v === null;
 
 // Go's unicode.IsSpace.
 const GO_SPACE = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
@@ -115,48 +55,14 @@ export function anyNode(v: unknown): YNode {
   return goString(String(v));
 }
 
-function isZero(t: GoType, v: unknown): boolean {
-  if (absent(v)) return true;
-  switch (t.k) {
-    case "ptr": case "any": case "certkey": case "cert": case "key": case "endpoint": case "sizematcher":
-      return false;
-    case "slice":
-      return Array.isArray(v) && v.length === 0;
-    case "map": case "args": case "unstructured":
-      return isPlainObject(v) && Object.values(v).every((x) => x === undefined);
-    case "str": case "text": case "b64": case "url":
-      return v === "";
-    case "bool":
-      return goBool(v) === false;
-    case "int": case "uint": case "float": case "filemode":
-      return v === 0;
-    case "disksize":
-      return v === 0 || (typeof v === "string" && parseBytes(v) === 0);
-    case "enum":
-      return v === 0 || (typeof v === "string" && v.toLowerCase() === t.zero.toLowerCase());
-    case "duration":
-      return (typeof v === "number" ? BigInt(Math.trunc(v)) : typeof v === "string" ? parseGoDuration(v) : undefined) === 0n;
-    case "portrange": {
-      const r = parsePortRange(v);
-      return r !== undefined && r[0] === 0 && r[1] === 0;
-    }
-    case "struct": {
-      if (!isPlainObject(v)) return false;
-      const st = struct(t.name);
-      const only = ZERO_WHEN[t.name];
-      return st.fields.every((f) => (only && !only.includes(f.key)) || isZero(f.type, v[f.key]));
-    }
-  }
-}
-
 function structNode(name: string, v: unknown): YNode {
   if (!absent(v) && !isPlainObject(v)) return anyNode(v);
   const obj: PlainObject = isPlainObject(v) ? v : {};
-  const st = struct(name);
+  const st = goStruct(name);
   const entries: [YNode, YNode][] = [];
   for (const f of st.fields) {
     const x = obj[f.key];
-    if (f.omitempty && isZero(f.type, x)) continue;
+    if (f.omitempty && isEmptyValue(f.type, x)) continue;
     entries.push([goString(f.key), represent(f.type, x)]);
   }
   for (const [k, x] of Object.entries(obj)) {
@@ -193,7 +99,8 @@ function represent(t: GoType, v: unknown): YNode {
     }
     case "struct":
       return structNode(t.name, v);
-    case "str": case "text": case "b64": case "url": case "endpoint": {
+    case "str": case "b64": case "url": case "endpoint":
+    case "cel": case "bytesize": case "size": case "ipwrap": case "netip": case "hwaddr": {
       const s = asString(v);
       return s === undefined ? anyNode(v) : goString(s);
     }
@@ -263,9 +170,8 @@ function plainNode(v: unknown): YNode {
   return anyNode(v);
 }
 
-/** The Go type name of a document: `v1alpha1` for the legacy document, else its kind (apiVersion v1alpha1 only). */
+/** A document as the Go encoder writes it (documents without a Go type in their own key order). */
 export function documentNode(kind: string, apiVersion: string, data: PlainObject): YNode {
-  if (kind === "v1alpha1") return structNode(DOCUMENT_TYPES.v1alpha1, data);
-  const type = apiVersion === "v1alpha1" ? DOCUMENT_TYPES[kind] : undefined;
+  const type = documentStruct(kind, apiVersion);
   return type ? structNode(type, data) : plainNode(data);
 }
