@@ -237,11 +237,11 @@ function merge(t: GoType, l: unknown, r: unknown, replace: boolean, overwrite: b
     case "hwaddr": case "b64":
       return absent(r) ? l : r;
     case "certkey": case "cert": case "key": {
-      // Merged field by field; each part replaces the old one when the patch has it.
+      // Their YAML decoding turns a missing part into an empty, non-nil byte slice, and byte slices are replaced
+      // whenever non-nil: the patch's value replaces every part, so `ca: {key: ...}` clears the certificate.
       if (!isPlainObject(r)) return absent(r) ? l : r;
-      const out: PlainObject = isPlainObject(l) ? { ...l } : {};
-      for (const k of ["crt", "key"]) if (!absent(r[k])) out[k] = r[k];
-      return out;
+      const parts = t.k === "certkey" ? ["crt", "key"] : t.k === "cert" ? ["crt"] : ["key"];
+      return Object.fromEntries(parts.map((k) => [k, absent(r[k]) ? "" : r[k]]));
     }
     case "url": case "endpoint":
       return mergeUrl(l, r);
