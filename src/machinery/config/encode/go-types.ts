@@ -18,7 +18,8 @@
  *                                    differ in how they merge
  *   b64 url endpoint filemode disksize sizematcher portrange   types with their own YAML form (go-values.ts)
  *
- * Generated from the Go types by reflection; the table is data, not code.
+ * Transcribed from the Go type declarations and checked against them by reflection (keys, order, omitempty,
+ * pointer/slice/map/struct shapes of all structs); the table is data, not code.
  */
 
 export type MergeRule = "replace" | "devices" | "vlans" | "byName" | "byMountPath" | "imageRules";
