@@ -26,6 +26,7 @@ import {
 } from "yaml";
 import { ConfigError, type ConfigIssue } from "./errors.js";
 import { clip, formatBytes, LIMITS } from "./limits.js";
+import { goInteger, resolvePlain } from "./encode/scalar.js";
 import { formatPath, type PathSegment } from "./path.js";
 
 /** Go's strconv base-0 parsing reads a leading 0 as octal; YAML 1.2 core would read it as decimal. */
@@ -46,6 +47,43 @@ const parseOptions = {
   // Checked by checkTree below in linear time (the package compares every key with every earlier one).
   uniqueKeys: false,
 } as const;
+
+/** A plain scalar as gopkg.in/yaml.v2 reads it into interface{}; timestamps stay strings there. */
+function yamlV2Scalar(s: string): unknown {
+  switch (resolvePlain(s, "v2")) {
+    case "null":
+      return null;
+    case "bool":
+      return ["y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "true", "True", "TRUE"].includes(s);
+    case "int":
+      return Number(goInteger(s.replaceAll("_", "")));
+    case "float": {
+      const l = s.toLowerCase();
+      if (l === ".nan") return NaN;
+      if (l.endsWith(".inf")) return l.startsWith("-") ? -Infinity : Infinity;
+      return Number(s.startsWith(".") ? s : s.replaceAll("_", ""));
+    }
+    default:
+      return s;
+  }
+}
+
+// Plain scalars that yaml.v2 may read as something else than a string all start with one of these; the resolver
+// above decides (and keeps the text when it is a string after all).
+const yamlV2Tag: ScalarTag = {
+  default: true,
+  tag: "tag:yaml.org,2002:int",
+  test: /^(?:[-+.0-9~yYnNtTfFoO].*)?$/s,
+  resolve: yamlV2Scalar,
+};
+
+/** What a JSON patch sees (upstream converts the config to JSON with ghodss/yaml, i.e. yaml.v2). */
+const yamlV2ParseOptions = { ...parseOptions, customTags: (tags: unknown[]) => [yamlV2Tag, ...tags] as never } as const;
+
+export interface ParseOptions {
+  /** "v2": read plain scalars as yaml.v2 does (YAML 1.1 booleans such as `yes`, Go's integer syntax). */
+  dialect?: "v2";
+}
 
 export interface YamlDoc {
   /** The document as plain JS (null for an empty document). */
@@ -133,12 +171,13 @@ function errorAt(lines: LineCounter, offset: number, message: string, path = "")
 }
 
 /** Parses every document of a YAML stream; the first syntax error becomes a ConfigError with line/column. */
-export function parseYamlStream(text: string): YamlStream {
+export function parseYamlStream(text: string, options: ParseOptions = {}): YamlStream {
   if (text.length > LIMITS.configBytes) throw sizeError(Buffer.byteLength(text));
   const lines = new LineCounter();
   const tokens = syntaxTree(text, lines);
   checkSyntaxTree(tokens, lines);
-  const parsed = Array.from(new Composer(parseOptions).compose(tokens)) as Document.Parsed[];
+  const composer = new Composer(options.dialect === "v2" ? yamlV2ParseOptions : parseOptions);
+  const parsed = Array.from(composer.compose(tokens)) as Document.Parsed[];
   const docs: YamlDoc[] = [];
   const budget = { nodes: LIMITS.nodes, bytes: 2 * LIMITS.configBytes, aliases: LIMITS.aliases, anchors: LIMITS.anchors };
   for (const doc of parsed) {

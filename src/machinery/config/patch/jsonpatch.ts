@@ -1,10 +1,14 @@
 /**
- * RFC 6902 JSON patches (via the rfc6902 package), applied to the config's only document. As upstream, a JSON
- * patch against a multi-document config is refused: its paths could not say which document they mean.
+ * RFC 6902 JSON patches (via the rfc6902 package), applied as upstream does: to the config text converted to JSON
+ * (read the way ghodss/yaml reads YAML, i.e. yaml.v2: `yes` is true), and the result converted back to YAML text
+ * the way ghodss/yaml writes it (encode/json-yaml.ts). As upstream, a JSON patch against a multi-document config is
+ * refused: its paths could not say which document they mean.
  */
 import { applyPatch, type Operation } from "rfc6902";
+import { jsonToYaml } from "../encode/index.js";
 import { ConfigError } from "../errors.js";
-import { isPlainObject, type PlainObject } from "../tree.js";
+import { isPlainObject } from "../tree.js";
+import { parseYamlStream } from "../yaml.js";
 
 export interface JsonPatch {
   type: "jsonpatch";
@@ -31,15 +35,32 @@ export function jsonPatch(list: readonly unknown[]): JsonPatch {
 
 export const MULTIDOC_JSON_PATCH_ERROR = "JSON6902 patches are not supported for multi-document machine configuration";
 
-/** Applies the operations in order to a copy of `doc`; the first failing operation aborts the whole patch. */
-export function applyJsonPatch(docs: readonly PlainObject[], patch: JsonPatch): PlainObject {
+/** Go's encoding/json refuses infinities and NaN (YAML `.inf`, `.nan`), before any operation runs. */
+function checkJson(v: unknown): void {
+  const stack = [v];
+  while (stack.length > 0) {
+    const x = stack.pop();
+    if (typeof x === "number" && !Number.isFinite(x)) {
+      const shown = Number.isNaN(x) ? "NaN" : x > 0 ? "+Inf" : "-Inf";
+      throw new ConfigError(`failure converting talos machine config to json: json: unsupported value: ${shown}`);
+    }
+    if (Array.isArray(x)) stack.push(...x);
+    else if (isPlainObject(x)) stack.push(...Object.values(x));
+  }
+}
+
+/** Applies the operations in order to the config text; the first failing operation aborts the whole patch. */
+export function applyJsonPatch(text: string, patch: JsonPatch): string {
+  const { docs } = parseYamlStream(text, { dialect: "v2" });
   if (docs.length !== 1) throw new ConfigError(MULTIDOC_JSON_PATCH_ERROR);
-  const target = structuredClone(docs[0]);
+  checkJson(docs[0].value);
+  // Through JSON text, as upstream: values that YAML aliases share become copies, so an operation changes one place.
+  const target: unknown = JSON.parse(JSON.stringify(docs[0].value ?? null));
   for (const op of patch.ops) {
     const [err] = applyPatch(target, [op]);
     if (err) {
       throw new ConfigError(`failure applying rfc6902 patches to talos machine config: ${op.op} ${op.path}: ${err.message}`);
     }
   }
-  return target;
+  return jsonToYaml(target);
 }

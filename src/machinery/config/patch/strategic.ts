@@ -83,7 +83,7 @@ export function applyStrategic(config: readonly PlainDocument[], patch: Strategi
     if (!pdoc.body) continue;
     const body = trimInlineManifests(pdoc.id.kind, pdoc.body);
     const target = docs.findIndex((d) => documentId(d) === key);
-    if (target >= 0) docs[target] = { ...docs[target], data: mergeDocument(pdoc.id.kind, docs[target].data, body) };
+    if (target >= 0) docs[target] = { ...docs[target], data: mergeDocument(pdoc.id, docs[target].data, body) };
     else docs.push({ ...pdoc.id, data: structuredClone(body) });
   }
   return docs;
