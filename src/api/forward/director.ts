@@ -88,6 +88,7 @@ export function route(method: string, md: grpc.Metadata, view: DirectorView): Ro
   if (md.get("proxyfrom").length) return LOCAL;
   let nodes = values(md, "nodes");
   let node = values(md, "node");
+  if (!nodes && !node) return LOCAL;
   if (node && node.length !== 1) return { refusal: { code: INVALID_ARGUMENT, details: "node metadata must be single-valued" } };
   const forwarding = view.canForward();
   let echoHostname: string | undefined;
