@@ -28,6 +28,11 @@ export class BackendPool {
     return this.backends.size;
   }
 
+  /** Whether a backend for `target` is held. */
+  has(target: string): boolean {
+    return this.backends.has(target);
+  }
+
   /** Outgoing sockets open (in handshake or serving). */
   get sockets(): number {
     return this.dialer.size;
