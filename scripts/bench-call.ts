@@ -7,6 +7,9 @@
  * time (process.cpuUsage) around each run, with its idle CPU netted out; the client here keeps one HTTP/2
  * connection per server (as talosctl does) with 1 or 32 calls in flight. Runs alternate between the
  * servers so that load from elsewhere hits all alike; the figure is the median of the repetitions.
+ * Last, a forwarded Version call (talosctl -e A -n B: `nodes` = B, sent to A, which forwards it with its
+ * impersonator certificate to a second machined B on 127.0.13.3:50000) against its floor, the same call sent
+ * to B directly: the CPU of both processes per call and the client's wall time per call.
  * Figures only, no assertions.
  */
 import "reflect-metadata";
@@ -45,7 +48,8 @@ async function serve(kind: string): Promise<void> {
   if (kind === "machined") {
     const { runLocalNode } = await import("../src/pid1/local.js");
     const stateDir = mkdtempSync(path.join(tmpdir(), "bench-call-"));
-    const n = await runLocalNode({ stateDir, listen: { host: "127.0.0.1", port: 0 }, logLevel: "silent", services: false }, false);
+    const [host, port] = (process.env.BENCH_LISTEN ?? "127.0.0.1:0").split(":");
+    const n = await runLocalNode({ stateDir, listen: { host, port: Number(port) }, logLevel: "silent", services: false }, false);
     process.on("disconnect", () => void n.stop().finally(() => (rmSync(stateDir, { recursive: true, force: true }), process.exit(0))));
     process.send?.({ port: n.port });
     return;
@@ -224,8 +228,55 @@ async function main(): Promise<void> {
         `${(a / n).toFixed(2).padStart(16)}   ${(a / b).toFixed(2).padStart(11)}   ${(a / p).toFixed(2).padStart(11)}   ${median(rate.machined).toFixed(0).padStart(16)}`,
     );
   }
+  await forwarded(cfgs, mc, machined, calls, reps);
   for (const s of servers) s.client.close();
   for (const c of new Set(servers.map((s) => s.child))) c.proc.disconnect();
+}
+
+/** The forwarded Version call against the same call made on the target directly (see the header). */
+async function forwarded(cfgs: { controlplane: string; talosconfig: string }, viaA: import("../test/helpers/client.js").TestClient, a: Child, calls: number, reps: number): Promise<void> {
+  const { TestClient, insecureTls, mtls } = await import("../test/helpers/client.js");
+  const { apply, talosconfigCreds, eventually } = await import("../test/api/harness.js");
+  const { applyPatches, parsePatch } = await import("../src/machinery/config/patch/index.js");
+  const target = "127.0.13.3";
+  const b = await startChild("machined", { BENCH_LISTEN: `${target}:50000` });
+  const insecure = new TestClient(`${target}:50000`, insecureTls());
+  await apply(insecure, applyPatches(cfgs.controlplane, [parsePatch(`machine:\n  certSANs: [${target}]\n`)]));
+  insecure.close();
+  const admin = talosconfigCreds(cfgs.talosconfig);
+  const direct = new TestClient(`${target}:50000`, mtls(admin.ca, admin.crt, admin.key));
+  const version = (c: InstanceType<typeof TestClient>, metadata?: Record<string, string>) => c.unary(MachineService, "Version", EmptySchema, VersionResponseSchema, {}, { metadata });
+  await eventually(() => version(direct), 10_000);
+  const ways = [
+    { name: "local", call: () => version(direct), procs: [b] },
+    { name: "forwarded", call: () => version(viaA, { nodes: target }), procs: [a, b] },
+  ];
+  const n = Math.max(200, Math.floor(calls / 3));
+  for (const w of ways) await run(w.call, 300, 8);
+  const cpuOf = async (procs: Child[]) => (await Promise.all(procs.map((p) => p.cpu()))).reduce((x, y) => x + y, 0);
+  console.log(`forwarded Version call (nodes = B, sent to A) vs the same call sent to B (median of ${reps} runs of ${n} calls; CPU of A and B together, idle not netted out)`);
+  console.log("in flight   local CPU µs   forwarded CPU µs   ratio   local wall µs   forwarded wall µs   ratio");
+  for (const inFlight of [1, 32]) {
+    const cpu: Record<string, number[]> = {};
+    const wall: Record<string, number[]> = {};
+    for (let r = 0; r < reps; r++) {
+      for (const w of r % 2 === 0 ? ways : [...ways].reverse()) {
+        const c0 = await cpuOf(w.procs);
+        const t0 = performance.now();
+        await run(w.call, n, inFlight);
+        const t = performance.now() - t0;
+        (cpu[w.name] ??= []).push(((await cpuOf(w.procs)) - c0) / n);
+        (wall[w.name] ??= []).push((t * 1000 * inFlight) / n);
+      }
+    }
+    const [lc, fc, lw, fw] = [median(cpu.local), median(cpu.forwarded), median(wall.local), median(wall.forwarded)];
+    console.log(
+      `${String(inFlight).padStart(9)}   ${lc.toFixed(1).padStart(12)}   ${fc.toFixed(1).padStart(16)}   ${(fc / lc).toFixed(2).padStart(5)}   ` +
+        `${lw.toFixed(0).padStart(13)}   ${fw.toFixed(0).padStart(17)}   ${(fw / lw).toFixed(2).padStart(5)}`,
+    );
+  }
+  direct.close();
+  b.proc.disconnect();
 }
 
 if (process.argv[2] === "--serve") await serve(process.argv[3]);

@@ -22,6 +22,8 @@ import { admissionInterceptor, type Budget } from "./transport/admission.js";
 import { DEFAULT_LIMITS, type TransportLimits } from "./transport/limits.js";
 import type { ApiDeps } from "./deps.js";
 import { WORKER_WAITING_REASON } from "./identity.js";
+import { Forwarder } from "./forward/forwarder.js";
+import type { PoolOptions } from "./forward/pool.js";
 
 export const MAX_MESSAGE = DEFAULT_LIMITS.maxMessageBytes;
 
@@ -35,25 +37,28 @@ export class ApiServer {
   readonly limits: TransportLimits;
   private listener: ApiListener | undefined;
   private readonly makeContext = makeContextFactory();
+  /** Calls for other nodes (`nodes`/`node` metadata), with this node's impersonator certificate. */
+  readonly forwarder: Forwarder;
   private lastCapacityWarning = 0;
 
   constructor(
     private readonly deps: ApiDeps,
     limits: Partial<TransportLimits> = {},
+    forwarding: Partial<PoolOptions> = {},
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
     const l = this.limits;
+    const isLocal = (n: string) => {
+      const names = deps.localNames();
+      return names.includes(n) || names.includes(n.replace(/^\[|\]$/g, ""));
+    };
+    this.forwarder = new Forwarder(deps.state, isLocal, forwarding);
     const admission = admissionInterceptor(
       {
         conns: this.conns,
         limits: l,
         waitingReason: WORKER_WAITING_REASON,
-        routing: {
-          isLocal: (n) => {
-            const host = n.replace(/^\[|\]$/g, "").replace(/:\d+$/, "");
-            return deps.localNames().includes(host) || deps.localNames().includes(n);
-          },
-        },
+        routing: { isLocal, canForward: () => this.forwarder.canForward() },
       },
       this.budget,
     );
@@ -72,7 +77,7 @@ export class ApiServer {
   /** Register every service talosctl may call; methods without a handler answer Unimplemented. */
   register(services: ServiceHandlers): void {
     for (const svc of [MachineService, ImageService, LifecycleService, StorageService, ClusterService, InspectService, TimeService, CosiState]) {
-      const { definition, implementation } = bindService(svc, services.get(svc) ?? {}, this.makeContext);
+      const { definition, implementation } = bindService(svc, services.get(svc) ?? {}, this.makeContext, this.forwarder);
       this.grpc.addService(definition, implementation);
     }
   }
@@ -115,6 +120,7 @@ export class ApiServer {
   }
 
   async close(): Promise<void> {
+    this.forwarder.close();
     await this.listener?.close();
     this.grpc.forceShutdown();
   }

@@ -13,25 +13,19 @@ import * as grpc from "@grpc/grpc-js";
 import type { ServerHttp2Stream } from "node:http2";
 import type { ConnectionInfo, ConnectionRegistry } from "./connections.js";
 import type { TransportLimits } from "./limits.js";
+import { isAllowed, parseRoles } from "../../machinery/role.js";
+import { LOCAL, route as routeOf, type DirectorView, type Route } from "../forward/director.js";
 
-/** Methods that may be sent one-to-many with `nodes` metadata (apid's director). */
-const ONE_TO_MANY_PREFIXES = [
-  "/machine.MachineService/",
-  "/cluster.ClusterService/",
-  "/inspect.InspectService/",
-  "/storage.StorageService/",
-  "/time.TimeService/",
-];
-
-export interface RoutingView {
-  /** Names and addresses that refer to this node. */
-  isLocal(node: string): boolean;
-}
+export interface RoutingView extends DirectorView {}
 
 export interface Admission {
   conn: ConnectionInfo;
   /** For a legacy `nodes` request that targets this node: the node string to echo as metadata.hostname. */
   echoHostname?: string;
+  /** Set when the call goes to other nodes (the director's one2one/one2many). */
+  route?: Exclude<Route, { kind: "local" }>;
+  /** The caller's roles when they are not the connection's: `talos-role` sent over an impersonator certificate. */
+  roles?: ReadonlySet<string>;
 }
 
 const admitted = new WeakMap<grpc.Metadata, Admission>();
@@ -79,11 +73,16 @@ export function admissionInterceptor(o: AdmissionOptions, budget: Budget = { cal
       }
       if (!conn) return refuse(call, { code: grpc.status.UNAVAILABLE, details: "connection is not registered (closing)" });
       const method = desc.path;
-      if (!conn.allows(method)) {
+      const route = conn.maintenance ? LOCAL : routeOf(method, metadata, o.routing);
+      if ("refusal" in route) return refuse(call, route.refusal);
+      // Only a node's impersonator certificate may speak for its caller (upstream's authz injector); from
+      // any other certificate `talos-role` is ignored.
+      const roles = conn.impersonator ? impersonated(metadata) : undefined;
+      // A forwarded call is authorized by each node that serves it (upstream's apid does not authorize),
+      // so a node that refuses gives its own error entry while the others answer.
+      if (route.kind === "local" && !(roles ? isAllowed(method, roles) : conn.allows(method))) {
         return refuse(call, conn.waiting ? { code: grpc.status.FAILED_PRECONDITION, details: o.waitingReason } : { code: grpc.status.PERMISSION_DENIED, details: "not authorized" });
       }
-      const route = conn.maintenance ? {} : routeOf(method, metadata, o.routing);
-      if ("refusal" in route) return refuse(call, route.refusal);
       if (budget.calls >= o.limits.maxCalls) {
         return refuse(call, { code: grpc.status.RESOURCE_EXHAUSTED, details: `too many calls in progress (limit ${o.limits.maxCalls})` });
       }
@@ -91,7 +90,7 @@ export function admissionInterceptor(o: AdmissionOptions, budget: Budget = { cal
       (stream as MeteredStream)[METER] = new RequestMeter(call, stream, conn, budget, o.limits);
       stream.prependListener("data", onMeteredData);
       stream.on("close", onMeteredClose);
-      admitted.set(metadata, { conn, echoHostname: route.echoHostname });
+      admitted.set(metadata, route.kind === "local" ? { conn, echoHostname: route.echoHostname, roles } : { conn, route, roles });
       return call;
     } catch (err) {
       return refuse(call, { code: grpc.status.INTERNAL, details: `call admission failed: ${(err as Error)?.message ?? String(err)}` });
@@ -99,25 +98,12 @@ export function admissionInterceptor(o: AdmissionOptions, budget: Budget = { cal
   }) as unknown as grpc.ServerInterceptor;
 }
 
-/** Apid's routing rules for this node alone: a call for another node, or one-to-many where not allowed, is refused. */
-function routeOf(method: string, md: grpc.Metadata, routing: RoutingView): { echoHostname?: string } | { refusal: Refusal } {
-  if (md.get("proxyfrom").length) return {};
-  const node = md.get("node");
-  if (node.length > 1) return { refusal: { code: grpc.status.INVALID_ARGUMENT, details: "node metadata must be single-valued" } };
-  if (node.length === 1 && !routing.isLocal(String(node[0]))) return { refusal: { code: grpc.status.PERMISSION_DENIED, details: "no request forwarding" } };
-  const raw = md.get("nodes");
-  if (raw.length === 0) return {};
-  const nodes = raw
-    .map(String)
-    .flatMap((v) => v.split(","))
-    .map((v) => v.trim())
-    .filter((v) => v !== "");
-  if (nodes.length === 0) return {};
-  if (!ONE_TO_MANY_PREFIXES.some((p) => method.startsWith(p))) {
-    return { refusal: { code: grpc.status.INVALID_ARGUMENT, details: `one-2-many proxying is not supported for method ${method}` } };
-  }
-  if (nodes.some((n) => !routing.isLocal(n))) return { refusal: { code: grpc.status.PERMISSION_DENIED, details: "no request forwarding" } };
-  return { echoHostname: nodes[0] };
+/** The roles in `talos-role` (absent: the certificate's roles stand, as upstream). */
+function impersonated(md: grpc.Metadata): ReadonlySet<string> | undefined {
+  const raw = md.get("talos-role");
+  if (raw.length === 0) return undefined;
+  // node:http2 joins repeated header fields with ", ".
+  return parseRoles(raw.flatMap((v) => String(v).split(",")));
 }
 
 /**

@@ -3,7 +3,7 @@
  * (grpc-js exposes only the peer string to interceptors and handlers), and what the connection holds.
  */
 import type { TLSSocket } from "node:tls";
-import { isAllowed } from "../../machinery/role.js";
+import { isAllowed, Role } from "../../machinery/role.js";
 
 export interface ConnectionInit {
   socket: TLSSocket;
@@ -18,6 +18,8 @@ export interface ConnectionInit {
 export interface ConnectionInfo extends ConnectionInit {
   /** Request bytes reserved by this connection's calls (messages announced but not yet handed over). */
   inflightBytes: number;
+  /** The certificate is another node's (O = os:impersonator): its `talos-role` metadata names the caller's roles. */
+  impersonator: boolean;
   /** Whether the connection's roles allow a method, decided once per method. */
   allows(method: string): boolean;
 }
@@ -30,6 +32,7 @@ export class ConnectionRegistry {
     const info: ConnectionInfo = {
       ...init,
       inflightBytes: 0,
+      impersonator: init.roles.has(Role.Impersonator),
       allows(method) {
         let ok = decided.get(method);
         if (ok === undefined) decided.set(method, (ok = isAllowed(method, init.roles)));

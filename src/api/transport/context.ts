@@ -7,6 +7,7 @@
 import type * as grpc from "@grpc/grpc-js";
 import { ApiError, Code } from "../../machinery/errors.js";
 import { admissionOf, type Admission } from "./admission.js";
+import type { ForwardRoute } from "../forward/forwarder.js";
 
 export interface CallContext {
   method: string;
@@ -17,6 +18,8 @@ export interface CallContext {
   peer: string;
   /** For a legacy `nodes` request that targets this node: the node string to echo as metadata.hostname. */
   echoHostname?: string;
+  /** Set when the call is for other nodes (transport/service.ts hands it to the forwarder). */
+  route?: ForwardRoute;
   /** Aborted when the client cancels or disconnects (and when the call ends). */
   signal: AbortSignal;
 }
@@ -43,7 +46,11 @@ class Context implements CallContext {
   ) {}
 
   get roles(): ReadonlySet<string> {
-    return this.admission.conn.roles;
+    return this.admission.roles ?? this.admission.conn.roles;
+  }
+
+  get route(): ForwardRoute | undefined {
+    return this.admission.route;
   }
 
   get maintenance(): boolean {

@@ -7,7 +7,10 @@ import * as grpc from "@grpc/grpc-js";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { DescMessage, DescMethod, DescService, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import { ApiError, Code } from "../../machinery/errors.js";
+import { isAllowed } from "../../machinery/role.js";
 import type { CallContext, ContextFactory } from "./context.js";
+import type { Forwarder, ForwardRoute, Incoming } from "../forward/forwarder.js";
+import type { LocalServe } from "../forward/one2many.js";
 
 export type Unary<I extends DescMessage, O extends DescMessage> = (
   req: MessageShape<I>,
@@ -40,7 +43,8 @@ export function methodPath(m: DescMethod): string {
 }
 
 function serializer(schema: DescMessage) {
-  return (msg: unknown) => Buffer.from(toBinary(schema, msg as MessageShape<DescMessage>));
+  // A forwarded reply is already bytes (the targets' replies, aggregated).
+  return (msg: unknown) => (Buffer.isBuffer(msg) ? msg : Buffer.from(toBinary(schema, msg as MessageShape<DescMessage>)));
 }
 
 function deserializer(schema: DescMessage) {
@@ -71,6 +75,7 @@ export function bindService(
   service: DescService,
   handlers: Handlers,
   makeContext: ContextFactory,
+  forwarder?: Forwarder,
 ): { definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation } {
   const definition: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
   const implementation: grpc.UntypedServiceImplementation = {};
@@ -86,7 +91,7 @@ export function bindService(
       responseDeserialize: deserializer(m.output),
       originalName: m.localName,
     };
-    implementation[m.name] = adapt(m, handlers[m.name], makeContext);
+    implementation[m.name] = adapt(m, handlers[m.name], makeContext, forwarder);
   }
   return { definition: definition as grpc.ServiceDefinition, implementation };
 }
@@ -95,13 +100,20 @@ function unimplementedError(m: DescMethod): ApiError {
   return new ApiError(Code.Unimplemented, `method ${m.name} not implemented`);
 }
 
-function adapt(m: DescMethod, handler: AnyHandler | undefined, makeContext: ContextFactory): grpc.UntypedHandleCall {
+function adapt(m: DescMethod, handler: AnyHandler | undefined, makeContext: ContextFactory, fwd: Forwarder | undefined): grpc.UntypedHandleCall {
   const path = methodPath(m);
   switch (m.methodKind) {
     case "unary":
       return (async (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
         try {
           const ctx = makeContext(path, call);
+          const route = ctx.route;
+          if (route && fwd) {
+            const req = call.request as MessageShape<DescMessage>;
+            const local = localServe(m, ctx, handler && (() => (handler as Unary<DescMessage, DescMessage>)(req, ctx)));
+            cb(null, await fwd.unary(route, incoming(path, ctx, call), [toBinary(m.input, req)], local));
+            return;
+          }
           if (!handler) throw unimplementedError(m);
           const out = await (handler as Unary<DescMessage, DescMessage>)(call.request as MessageShape<DescMessage>, ctx);
           cb(null, create(m.output, out));
@@ -113,6 +125,20 @@ function adapt(m: DescMethod, handler: AnyHandler | undefined, makeContext: Cont
       return (async (call: grpc.ServerWritableStream<unknown, unknown>) => {
         try {
           const ctx = makeContext(path, call);
+          const route = ctx.route;
+          if (route && fwd) {
+            const req = call.request as MessageShape<DescMessage>;
+            const local = localServe(
+              m,
+              ctx,
+              undefined,
+              handler &&
+                ((send) => (handler as ServerStream<DescMessage, DescMessage>)(req, (msg: MessageInitShape<DescMessage>) => send(toBinary(m.output, create(m.output, msg))), ctx)),
+            );
+            await fwd.stream(route, incoming(path, ctx, call), toBinary(m.input, req), local, (buf) => writeWithBackpressure(call, buf));
+            if (!call.cancelled) call.end();
+            return;
+          }
           if (!handler) throw unimplementedError(m);
           const send = (msg: MessageInitShape<DescMessage>) => writeWithBackpressure(call, create(m.output, msg));
           await (handler as ServerStream<DescMessage, DescMessage>)(call.request as MessageShape<DescMessage>, send, ctx);
@@ -126,6 +152,11 @@ function adapt(m: DescMethod, handler: AnyHandler | undefined, makeContext: Cont
       return (async (call: grpc.ServerReadableStream<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
         try {
           const ctx = makeContext(path, call);
+          const route = ctx.route;
+          if (route && fwd) {
+            cb(null, await forwardClientStream(m, route, fwd, ctx, call, handler as ClientStream<DescMessage, DescMessage> | undefined));
+            return;
+          }
           if (!handler) throw unimplementedError(m);
           const out = await (handler as ClientStream<DescMessage, DescMessage>)(
             call as unknown as AsyncIterable<MessageShape<DescMessage>>,
@@ -141,6 +172,66 @@ function adapt(m: DescMethod, handler: AnyHandler | undefined, makeContext: Cont
         call.emit("error", toStatus(unimplementedError(m)));
       }) as grpc.handleBidiStreamingCall<unknown, unknown>;
   }
+}
+
+/** What a forwarded call carries from the incoming one. */
+function incoming(path: string, ctx: CallContext, call: { getHost(): string; getDeadline(): grpc.Deadline }): Incoming {
+  const d = call.getDeadline();
+  const deadline = d instanceof Date ? d.getTime() : Number.isFinite(d) ? d : undefined;
+  return { path, metadata: ctx.metadata, roles: ctx.roles, authority: call.getHost(), deadline, signal: ctx.signal };
+}
+
+/**
+ * How this node serves its own part of a forwarded call: authorized here (the admission left forwarded calls
+ * to the nodes that serve them), then the handler, its reply encoded.
+ */
+function localServe(
+  m: DescMethod,
+  ctx: CallContext,
+  unary: (() => Promise<MessageInitShape<DescMessage>> | MessageInitShape<DescMessage>) | undefined,
+  stream?: (send: (msg: Uint8Array) => Promise<void>) => Promise<void>,
+): LocalServe {
+  const path = methodPath(m);
+  const check = (has: boolean) => {
+    if (!isAllowed(path, ctx.roles)) throw new ApiError(Code.PermissionDenied, "not authorized");
+    if (!has) throw unimplementedError(m);
+  };
+  return {
+    async unary() {
+      check(unary !== undefined);
+      return toBinary(m.output, create(m.output, await unary!()));
+    },
+    async stream(send) {
+      check(stream !== undefined);
+      await stream!(send);
+    },
+  };
+}
+
+/** A forwarded client stream: to one target as it comes; to several, read once and sent to each. */
+async function forwardClientStream(
+  m: DescMethod,
+  route: ForwardRoute,
+  fwd: Forwarder,
+  ctx: CallContext,
+  call: grpc.ServerReadableStream<unknown, unknown>,
+  handler: ClientStream<DescMessage, DescMessage> | undefined,
+): Promise<Buffer> {
+  const inc = incoming(methodPath(m), ctx, call);
+  const reqs = call as unknown as AsyncIterable<MessageShape<DescMessage>>;
+  if (route.kind === "one2one") {
+    const encoded = (async function* () {
+      for await (const r of reqs) yield toBinary(m.input, r);
+    })();
+    return fwd.unary(route, inc, encoded, localServe(m, ctx, undefined));
+  }
+  const all: MessageShape<DescMessage>[] = [];
+  for await (const r of reqs) all.push(r);
+  const replay = async function* () {
+    yield* all;
+  };
+  const local = localServe(m, ctx, handler && (() => handler(replay(), ctx)));
+  return fwd.unary(route, inc, all.map((r) => toBinary(m.input, r)), local);
 }
 
 /** Resolve once the message is flushed or buffered below the high-water mark; reject if the call ended. */
