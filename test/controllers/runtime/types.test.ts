@@ -166,11 +166,12 @@ describe("core spec encodings", () => {
     const m = decode(KubeletConfigSpecSchema, KubeletConfigType, {
       image: "i", clusterDNS: ["10.96.0.10"], clusterDomain: "cluster.local", extraArgs: { "node-labels": { values: ["a=b"] } }, extraMounts: [],
       extraConfig: {}, cloudProviderExternal: false, defaultRuntimeSeccompEnabled: true, skipNodeRegistration: false, staticPodListURL: "http://x",
-      disableManifestsDirectory: false, enableFSQuotaMonitoring: false, registerWithTaints: {},
+      disableManifestsDirectory: false, enableFSQuotaMonitoring: false, allowSchedulingOnControlPlane: true,
     });
     expect(m.extraArgs["node-labels"].values).toEqual(["a=b"]);
     expect(m.clusterDns).toEqual(["10.96.0.10"]);
     expect(m.staticPodListUrl).toBe("http://x");
+    expect(m.allowSchedulingOnControlPlane).toBe(true);
   });
 
   it("StaticPod: the YAML spec is the manifest itself, the proto a Struct", () => {

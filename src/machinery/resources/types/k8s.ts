@@ -144,7 +144,8 @@ export interface KubeletConfigSpec {
   disableManifestsDirectory: boolean;
   enableFSQuotaMonitoring: boolean;
   credentialProviderConfig?: Record<string, unknown>;
-  registerWithTaints: Record<string, string>;
+  /** cluster.allowSchedulingOnControlPlanes: a control plane then registers without its NoSchedule taint. */
+  allowSchedulingOnControlPlane: boolean;
 }
 
 export const KubeletConfigType: ResourceType<KubeletConfigSpec> = {
@@ -168,9 +169,9 @@ export const KubeletConfigType: ResourceType<KubeletConfigSpec> = {
           disableManifestsDirectory: s.disableManifestsDirectory,
           enableFSQuotaMonitoring: s.enableFSQuotaMonitoring,
           credentialProviderConfig: sortKeysDeep(s.credentialProviderConfig) as Record<string, unknown> | undefined,
-          registerWithTaints: sortKeysDeep(s.registerWithTaints) as Record<string, string>,
+          allowSchedulingOnControlPlane: s.allowSchedulingOnControlPlane,
         },
-        ["extraArgs", "extraMounts", "extraConfig", "credentialProviderConfig", "registerWithTaints"],
+        ["extraArgs", "extraMounts", "extraConfig", "credentialProviderConfig"],
       ),
     ),
   toProto: (s) => specToProto(KubeletConfigSpecSchema, s),
