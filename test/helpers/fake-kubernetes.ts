@@ -15,6 +15,7 @@ import {
 
 const BUILTIN: [string, string, ResourceScope][] = [
   ["v1", "Namespace", "cluster"],
+  ["v1", "Node", "cluster"],
   ["v1", "ConfigMap", "namespaced"],
   ["v1", "Secret", "namespaced"],
   ["v1", "Service", "namespaced"],
