@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { MemoryFiles } from "../../../src/host/files/index.js";
-import { KubernetesApiError } from "../../../src/host/kubernetes.js";
+import { KubernetesApiError, type KubeObject } from "../../../src/host/kubernetes.js";
 import { nodeAnnotationSpecController } from "../../../src/controllers/k8s/node-annotation-spec.js";
 import { nodeApplyController, type NodeApplyOptions } from "../../../src/controllers/k8s/node-apply.js";
 import { nodeCordonedSpecController } from "../../../src/controllers/k8s/node-cordoned-spec.js";
@@ -29,7 +29,7 @@ import { MachineStatusType, RUNTIME_NS } from "../../../src/machinery/resources/
 import { KubernetesCertsType, SECRETS_NS } from "../../../src/machinery/resources/types/secrets.js";
 import { InMemoryState } from "../../../src/state/inmem.js";
 import { FakeKubernetes } from "../../helpers/fake-kubernetes.js";
-import { controlPlaneConfig, eventually, publishConfig, put, settle, startRuntime } from "../runtime/harness.js";
+import { controlPlaneConfig, eventually, publishConfig, put, settle, sleep, startRuntime } from "../runtime/harness.js";
 
 const WAIT = 5_000;
 const CP = "node-role.kubernetes.io/control-plane";
@@ -185,7 +185,7 @@ describe("k8s.NodeApplyController", () => {
     const n = c.node();
     n.metadata!.labels = { ...n.metadata!.labels, team: "theirs" };
     delete n.metadata!.labels.zone;
-    c.k8s.put(n);
+    c.k8s.put(n as KubeObject);
     // ...but `team` was owned: Talos puts its value back, as upstream does for owned keys.
     put(c.s, K8S_NS, NodeStatusType.type, "node-1", { nodename: "node-1", nodeReady: true, unschedulable: false, labels: n.metadata!.labels, annotations: {}, podCIDRs: [] }, "k8s.NodeStatusController");
     await eventually(() => c.node().metadata?.labels?.zone === "a", WAIT, "zone back");
@@ -195,7 +195,7 @@ describe("k8s.NodeApplyController", () => {
     const c2 = cluster({ machineExtra: "  nodeLabels:\n    zone: a" });
     const n2 = c2.node();
     n2.metadata!.labels = { ...n2.metadata!.labels, zone: "manual" };
-    c2.k8s.put(n2);
+    c2.k8s.put(n2 as KubeObject);
     await eventually(() => owned(c2.node(), "labels").includes(CP), WAIT, "applied");
     expect(c2.node().metadata?.labels?.zone).toBe("manual");
     expect(owned(c2.node(), "labels")).toEqual([CP]);
@@ -218,7 +218,7 @@ describe("k8s.NodeApplyController", () => {
   it("on a worker uses the kubelet kubeconfig file (inlined) once it exists", async () => {
     const files = new MemoryFiles();
     const c = cluster({ type: "worker", files });
-    await settle(100);
+    await sleep(100);
     expect(c.kubeconfigs).toEqual([]);
     files
       .addFile(
@@ -247,7 +247,7 @@ describe("k8s.NodeApplyController", () => {
       raced = true;
       // A concurrent writer (the kubelet's heartbeat) between our read and our write.
       const cur = c.node();
-      c.k8s.put({ ...cur, metadata: { ...cur.metadata, annotations: { ...cur.metadata?.annotations, heartbeat: "1" } } });
+      c.k8s.put({ ...cur, metadata: { ...cur.metadata, annotations: { ...cur.metadata?.annotations, heartbeat: "1" } } } as KubeObject);
       expect(obj.metadata?.resourceVersion).not.toBe(c.node().metadata?.resourceVersion);
     };
     await eventually(() => owned(c.node(), "labels").includes(CP), WAIT, "applied after the conflict");
@@ -268,7 +268,7 @@ describe("k8s.NodeApplyController", () => {
     const c = cluster({ kubelet: false });
     const d = cluster({ skipNodeRegistration: true });
     for (const x of [c, d]) put(x.s, K8S_NS, NodeStatusType.type, "node-1", { nodename: "node-1", nodeReady: true, unschedulable: false, labels: {}, annotations: {}, podCIDRs: [] });
-    await settle(200);
+    await sleep(200);
     expect([c.kubeconfigs, d.kubeconfigs]).toEqual([[], []]);
     expect(c.node().metadata?.annotations).toEqual({ "node.alpha.kubernetes.io/ttl": "0" });
     // The same node with a kubelet does apply (the test above would pass for a controller that never runs).
