@@ -13,12 +13,20 @@ import type { ApiDeps } from "../../src/api/deps.js";
 import { containerHandlers } from "../../src/api/handlers/containers.js";
 import { logHandlers } from "../../src/api/handlers/logs.js";
 import type { CallContext } from "../../src/api/transport/context.js";
-import { criClient, type GrpcCriClient } from "../../src/host/cri/client.js";
+import { criClient, type CriClient, type GrpcCriClient } from "../../src/host/cri/client.js";
 import { CriInspector, parseContainerId } from "../../src/host/cri/inspector.js";
 import { noCgroups } from "../../src/host/cgroups.js";
 import { isCgroupV1, removeV1Folder } from "../../src/host/cgroups-v1.js";
 import { ContainerDriver } from "../../src/machinery/api/gen/common/common_pb.js";
-import { NamespaceMode, RuntimeService } from "../../src/machinery/api/gen/cri/runtime/v1/api_pb.js";
+import {
+  ContainerSchema,
+  ContainerState,
+  ContainerStatusResponseSchema,
+  NamespaceMode,
+  RuntimeService,
+  type Container,
+} from "../../src/machinery/api/gen/cri/runtime/v1/api_pb.js";
+import { create } from "@bufbuild/protobuf";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { PodSandboxConfigSchema } from "../../src/machinery/api/gen/cri/runtime/v1/api_pb.js";
 import { ApiError } from "../../src/machinery/errors.js";
@@ -222,12 +230,58 @@ describe.skipIf(!!skip)("CRI inspector against a real CRI containerd", () => {
     await waitUntil(async () => (await cri.listContainers({ id: ctrId }))[0]?.state === 2, 20_000, "container exited");
     const gone = await Promise.resolve(h.Restart({ namespace: "k8s.io", driver: ContainerDriver.CRI, id: "demo/web:ghost" }, ctx())).catch((e: Error) => e.message);
     expect(gone).toBe('container "demo/web:ghost" not found');
+
+    // The kubelet's next attempt, next to the exited one: the name alone now means the new one.
+    const next = (
+      await cri.unary(RuntimeService.method.createContainer, {
+        podSandboxId: podId,
+        sandboxConfig: { metadata: { ...POD, attempt: 0 }, logDirectory: logDir, linux: { cgroupParent: `/${CGROUP}` } },
+        config: {
+          metadata: { name: "app", attempt: 1 },
+          image: { image: IMAGE },
+          command: ["/bin/sh", "-c", "echo second-attempt; exec sleep 3600"],
+          labels: { "io.kubernetes.pod.name": POD.name, "io.kubernetes.pod.namespace": POD.namespace, "io.kubernetes.container.name": "app" },
+          logPath: "app/1.log",
+        },
+      })
+    ).containerId;
+    await cri.unary(RuntimeService.method.startContainer, { containerId: next });
+    const insp = new CriInspector(criClient(cd.address));
+    try {
+      expect((await insp.container("demo/web:app"))?.id).toBe(next);
+      expect((await insp.container(`demo/web:app:${ctrId.slice(0, 12)}`))?.status).toBe("CONTAINER_EXITED");
+      expect((await insp.pods())[0].containers.map((c) => c.id).sort()).toEqual([podId, ctrId, next].sort());
+    } finally {
+      insp.close();
+    }
   }, 30_000);
 
   it("parses talosctl's container ids", () => {
     expect(parseContainerId("kube-system/kube-apiserver-n1:kube-apiserver:abc")).toEqual({ namespace: "kube-system", pod: "kube-apiserver-n1", name: "kube-apiserver", containerId: "abc" });
     expect(parseContainerId("kube-system/coredns")).toEqual({ namespace: "kube-system", pod: "coredns", name: "", containerId: "" });
     expect(parseContainerId("etcd")).toEqual({ namespace: "", pod: "", name: "etcd", containerId: "" });
+  });
+});
+
+describe("CRI inspector choosing among attempts", () => {
+  // Shaped like containerd's answers (only the fields the inspector reads).
+  const attempt = (id: string, n: number, state: ContainerState) =>
+    create(ContainerSchema, { id, podSandboxId: "sb", metadata: { name: "app", attempt: n }, state, labels: { "io.kubernetes.pod.name": "web", "io.kubernetes.pod.namespace": "demo" } });
+  const fake = (list: Container[]): CriClient =>
+    ({
+      listContainers: async () => list,
+      containerStatus: async (id: string) => create(ContainerStatusResponseSchema, { status: { id, logPath: `/var/log/pods/demo_web_u/app/${id}.log` } }),
+      close: () => {},
+    }) as unknown as CriClient;
+
+  it("takes the latest attempt whatever order the runtime lists them in", async () => {
+    const old = attempt("aaaa", 0, ContainerState.CONTAINER_EXITED);
+    const cur = attempt("bbbb", 1, ContainerState.CONTAINER_RUNNING);
+    for (const list of [[old, cur], [cur, old]]) {
+      const c = await new CriInspector(fake(list)).container("demo/web:app");
+      expect(c).toMatchObject({ id: "bbbb", status: "CONTAINER_RUNNING", logPath: "/var/log/pods/demo_web_u/app/bbbb.log" });
+    }
+    expect((await new CriInspector(fake([old, cur])).container("demo/web:app:aaa"))?.id).toBe("aaaa");
   });
 });
 

@@ -6,7 +6,9 @@
  * status, and where the kubelet writes the container's log.
  *
  * A container is looked up by the same ids talosctl shows: `ns/pod` is the sandbox, `ns/pod:name` the container of
- * that name (the first the runtime lists), `ns/pod:name:<id prefix>` the one whose id contains the prefix.
+ * that name, `ns/pod:name:<id prefix>` the one whose id contains the prefix. Where the kubelet keeps an exited
+ * attempt next to the restarted one, `ns/pod:name` means the latest attempt (upstream takes whichever the runtime
+ * lists first, which may be the dead one).
  */
 import { ContainerState, PodSandboxState, type Container, type PodSandbox } from "../../machinery/api/gen/cri/runtime/v1/api_pb.js";
 import { ApiError, Code } from "../../machinery/errors.js";
@@ -97,7 +99,7 @@ export class CriInspector {
     }
     const containers = await this.client.listContainers({ labelSelector: { [POD_NAME]: pod, [POD_NAMESPACE]: namespace, [CONTAINER_NAME]: name } });
     if (containers.length === 0) return undefined;
-    if (containerId === "") return this.buildContainer(containers[0]);
+    if (containerId === "") return this.buildContainer(latest(containers));
     const found = containers.find((c) => c.id.includes(containerId));
     if (!found) throw new Error(`container ${JSON.stringify(id)} not found`);
     return this.buildContainer(found);
@@ -162,6 +164,16 @@ export class CriInspector {
       networkNamespace: "",
     };
   }
+}
+
+/** The latest attempt (then: a running one, the newest). */
+function latest(containers: Container[]): Container {
+  const rank = (c: Container) => [c.metadata?.attempt ?? 0, c.state === ContainerState.CONTAINER_RUNNING ? 1 : 0, Number(c.createdAt)];
+  return containers.reduce((best, c) => {
+    const [a, b] = [rank(c), rank(best)];
+    for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] > b[i] ? c : best;
+    return best;
+  });
 }
 
 /** Undefined when what is being looked at went away between the list and its status (pods come and go). */
