@@ -12,7 +12,7 @@
  * Nothing happens where no kubelet runs (no KubeletConfig) or the node skips registration.
  */
 import { hostFiles, type Files } from "../../host/files/index.js";
-import { kubernetesClient, KubernetesApiError, type KubeObject, type KubernetesClient, type KubernetesClientFactory } from "../../host/kubernetes.js";
+import { kubeApi, KubeApiError, type KubeWriter, type KubeWriterFactory } from "../../host/kube/api.js";
 import { inlineKubeconfigFiles } from "../../machinery/kubernetes/kubeconfig-files.js";
 import { applyToNode, nodeChanged, type NodeWants } from "../../machinery/kubernetes/node-apply.js";
 import type { NodeObject } from "../../machinery/kubernetes/objects.js";
@@ -37,7 +37,7 @@ export interface NodeApplyOptions {
   root?: string;
   files?: Files;
   /** Builds the API client from a kubeconfig (tests pass an in-memory fake). */
-  connect?: KubernetesClientFactory;
+  connect?: KubeWriterFactory;
   /** How often a worker looks for the kubelet kubeconfig, and looks again for a Node not registered yet (default 10 s). */
   pollMs?: number;
   /** How long conflicts and Forbidden answers are retried within one pass (default 10 s, upstream's). */
@@ -49,7 +49,7 @@ const NODE = { apiVersion: "v1", kind: "Node" };
 export function nodeApplyController(opts: NodeApplyOptions = {}): Controller {
   const files = opts.files ?? hostFiles;
   const root = opts.root ?? "/";
-  const connect = opts.connect ?? ((kubeconfig: string) => kubernetesClient(kubeconfig));
+  const connect = opts.connect ?? ((kubeconfig: string) => kubeApi(kubeconfig));
   const pollMs = opts.pollMs ?? 10_000;
   const retryForMs = opts.retryForMs ?? 10_000;
 
@@ -122,7 +122,7 @@ interface SyncOptions {
  * One pass: read the Node, apply, write it back when something changed. False when the Node does not exist (yet).
  * Conflicts and Forbidden are retried until `retryForMs` has passed; then, like every other failure, they throw.
  */
-export async function syncNode(client: KubernetesClient, name: string, wants: NodeWants, o: SyncOptions): Promise<boolean> {
+export async function syncNode(client: KubeWriter, name: string, wants: NodeWants, o: SyncOptions): Promise<boolean> {
   const deadline = Date.now() + o.retryForMs;
   for (;;) {
     try {
@@ -132,10 +132,10 @@ export async function syncNode(client: KubernetesClient, name: string, wants: No
         return false;
       }
       const next = applyToNode(node, wants, (what, key) => o.log?.(`skipping ${what} update, ${what} is not owned`, { key }));
-      if (nodeChanged(node, next)) await client.update(next as KubeObject, o.signal);
+      if (nodeChanged(node, next)) await client.update(next, o.signal);
       return true;
     } catch (e) {
-      const retriable = e instanceof KubernetesApiError && (e.status === 409 || e.status === 403);
+      const retriable = e instanceof KubeApiError && (e.status === 409 || e.status === 403);
       if (!retriable || Date.now() >= deadline || o.signal?.aborted) throw new Error(`error syncing node ${name}: ${(e as Error).message}`);
       await delay(o.retryDelayMs ?? 100, o.signal);
     }

@@ -4,9 +4,8 @@
  * annotations, taints and cordon. One list for the wiring, with the host capabilities they use injectable for tests.
  */
 import type { Files } from "../../host/files/index.js";
-import type { KubeApiFactory } from "../../host/kube/api.js";
+import type { KubeApiFactory, KubeWriterFactory } from "../../host/kube/api.js";
 import type { KubeletPodsFetcher } from "../../host/kube/kubelet.js";
-import type { KubernetesClientFactory } from "../../host/kubernetes.js";
 import type { HostLookup } from "../../host/lookup.js";
 import type { LoadBalancerFactory } from "../../host/tcp-balancer.js";
 import type { Controller } from "../../state/runtime/index.js";
@@ -31,7 +30,7 @@ export interface KubernetesStatusOptions {
   files?: Files;
   kubeApi?: KubeApiFactory;
   /** The writing client (NodeApplyController). */
-  kubernetes?: KubernetesClientFactory;
+  kubernetes?: KubeWriterFactory;
   fetchKubeletPods?: KubeletPodsFetcher;
   lookup?: HostLookup;
   balancer?: LoadBalancerFactory;

@@ -6,14 +6,14 @@
  */
 import { describe, expect, it } from "vitest";
 import { MemoryFiles } from "../../../src/host/files/index.js";
-import { KubernetesApiError, type KubeObject } from "../../../src/host/kubernetes.js";
+import { KubeApiError } from "../../../src/host/kube/api.js";
 import { nodeAnnotationSpecController } from "../../../src/controllers/k8s/node-annotation-spec.js";
 import { nodeApplyController, type NodeApplyOptions } from "../../../src/controllers/k8s/node-apply.js";
 import { nodeCordonedSpecController } from "../../../src/controllers/k8s/node-cordoned-spec.js";
 import { nodeLabelSpecController } from "../../../src/controllers/k8s/node-label-spec.js";
 import { nodeTaintSpecController } from "../../../src/controllers/k8s/node-taint-spec.js";
 import { kubernetesStatusControllers } from "../../../src/controllers/k8s/status-controllers.js";
-import type { NodeObject } from "../../../src/machinery/kubernetes/objects.js";
+import type { KubeObject, NodeObject } from "../../../src/machinery/kubernetes/objects.js";
 import { readAll } from "../../../src/machinery/resources/read.js";
 import {
   K8S_NS,
@@ -257,7 +257,7 @@ describe("k8s.NodeApplyController", () => {
 
     const d = cluster();
     d.k8s.beforeUpdate = () => {
-      throw new KubernetesApiError(403, "Forbidden", 'nodes "node-1" is forbidden: User "system:node:node-1" cannot update resource "nodes"');
+      throw new KubeApiError(403, "Forbidden", 'nodes "node-1" is forbidden: User "system:node:node-1" cannot update resource "nodes"');
     };
     await eventually(() => (d.rt.status("k8s.NodeApplyController")?.consecutiveFailures ?? 0) > 0, WAIT, "failure");
     expect(d.rt.status("k8s.NodeApplyController")?.lastError).toMatch(/^error syncing node node-1: .*forbidden/);
