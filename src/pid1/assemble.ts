@@ -26,7 +26,9 @@ import type { CgroupManager } from "../host/cgroups.js";
 import type { ControllerRuntime } from "../state/runtime/index.js";
 import { ApiServer } from "../api/server.js";
 import { buildServices } from "../api/services.js";
-import { ApiIdentity, WORKER_WAITING_REASON } from "../api/identity.js";
+import { ApiIdentity } from "../api/identity.js";
+import { TrustdGrpcServer } from "../api/trustd/server.js";
+import { TRUSTD_PORT, TrustdService } from "../supervisor/services/trustd.js";
 import type { ApiDeps } from "../api/deps.js";
 import { criClient } from "../host/cri/client.js";
 import { CRI_CONTAINERD_SOCKET } from "../machinery/paths.js";
@@ -44,6 +46,8 @@ export interface AssembleOptions {
   /** The cgroup folder of this node (a sandbox derives it from its host state folder, unique per node). */
   cgroupPrefix?: string;
   listen: { host: string; port: number };
+  /** trustd on control planes; default the API's host on port 50001 (an ephemeral port when the API's is). */
+  trustd?: { host: string; port: number };
   logLevel: string;
   /** Run daemons (containerd, etcd, ...); false where the host cannot (not root, binaries missing). */
   services: boolean;
@@ -139,7 +143,11 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
   });
 
   let apiEndpoint: { host: string; port: number } | undefined;
+  const identity = new ApiIdentity(state, log);
+  const trustd = new TrustdService(new TrustdGrpcServer({ state, log, ...(o.trustd ?? { host: o.listen.host, port: o.listen.port === 0 ? 0 : TRUSTD_PORT }) }));
   const runtime = startControllers({
+    trustd,
+    onWorkerCertStatus: (s) => identity.setWorkerStatus(s),
     apiEndpoint: () => apiEndpoint,
     state,
     log,
@@ -168,7 +176,7 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
   const deps: ApiDeps = { node, state, types, log, platform: { name: "metal", mode: "metal" }, localNames, services, runtime, install };
   // The CRI containerd exists only where the node runs Kubernetes (PID 1, a sandbox), at upstream's socket.
   if (o.kubernetes) deps.cri = () => criClient(CRI_CONTAINERD_SOCKET);
-  const { api, identity, addr } = await serveApi(deps, o.listen);
+  const { api, addr } = await serveApi(deps, o.listen, identity);
   apiEndpoint = { host: addr.address, port: addr.port };
   log.info(
     {
@@ -196,16 +204,15 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
  * the server certificate) as they change. A worker without its API certificate says so in MachineStatus (and in the
  * errors of calls it can't serve).
  */
-async function serveApi(deps: ApiDeps, listen: { host: string; port: number }): Promise<{ api: ApiServer; identity: ApiIdentity; addr: AddressInfo }> {
-  const { node, log, state } = deps;
+async function serveApi(deps: ApiDeps, listen: { host: string; port: number }, identity: ApiIdentity): Promise<{ api: ApiServer; addr: AddressInfo }> {
+  const { node } = deps;
   const api = new ApiServer(deps);
   api.register(buildServices(deps));
-  const identity = new ApiIdentity(state, log);
-  identity.onMode((mode) => node.setCondition("apid", mode.kind === "waiting" ? WORKER_WAITING_REASON : undefined));
+  identity.onMode((mode) => node.setCondition("apid", mode.kind === "waiting" ? identity.waitingReason() : undefined));
   await node.boot();
   const initial = await identity.initial();
   const addr = await api.listen(listen.host, listen.port, initial);
   identity.start(api);
   node.onRestart(() => api.conns.closeAll());
-  return { api, identity, addr };
+  return { api, addr };
 }
