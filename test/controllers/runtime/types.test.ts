@@ -35,6 +35,10 @@ const ROWS: Row[] = [
   ["KubeletStatuses.kubernetes.talos.dev", "k8s", "KubeletStatus", ["kubeletstatus", "ks"], ["{.image}"]],
   ["KubeletConfigs.kubernetes.talos.dev", "k8s", "KubeletConfig", ["kubeletconfig", "kc", "kcs"], [], true],
   ["NodeStatuses.kubernetes.talos.dev", "k8s", "NodeStatus", ["nodestatus", "ns"], ["{.nodeReady}", "{.unschedulable}"]],
+  ["NodeLabelSpecs.k8s.talos.dev", "k8s", "NodeLabelSpec", ["nodelabelspec", "nls"], ["{.value}"], true],
+  ["NodeAnnotationSpecs.k8s.talos.dev", "k8s", "NodeAnnotationSpec", ["nodeannotationspec", "nas"], ["{.value}"], true],
+  ["NodeTaintSpecs.k8s.talos.dev", "k8s", "NodeTaintSpec", ["nodetaintspec", "nts"], ["{.effect}", "{.value}"], true],
+  ["NodeCordonedSpecs.k8s.talos.dev", "k8s", "NodeCordonedSpec", ["nodecordonedspec", "ncs"], [], true],
   ["EtcdMembers.etcd.talos.dev", "etcd", "EtcdMember", ["etcdmember", "em", "ems"], ["{.memberID}"]],
   ["EtcdConfigs.etcd.talos.dev", "etcd", "EtcdConfig", ["etcdconfig", "ec", "ecs"], []],
   [
