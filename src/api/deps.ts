@@ -8,6 +8,7 @@ import type { State } from "../state/types.js";
 import type { ControllerRuntime } from "../state/runtime/index.js";
 import type { TypeRegistry } from "../machinery/resources/registry.js";
 import type { Files } from "../host/files/index.js";
+import type { CriClientFactory } from "../host/cri/client.js";
 
 export interface ApiDeps {
   node: Node;
@@ -27,4 +28,6 @@ export interface ApiDeps {
   images?: ImageManager;
   /** The filesystem the file RPCs read (List, Read, Copy, DiskUsage); the host's own when absent. */
   files?: Files;
+  /** The CRI containerd's runtime API (`containers -k`, `logs -k`); absent where none runs (plain local mode). */
+  cri?: CriClientFactory;
 }

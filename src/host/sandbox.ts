@@ -3,7 +3,7 @@
  * namespace (made here, or given), private mount and UTS namespaces, and a root of its own assembled from the
  * host's /usr and /etc (an overlay) plus folders of its state folder over /var, /system, /opt/cni — so the node
  * uses upstream's paths (/var/lib/kubelet, /etc/cni/net.d, /system/secrets, ...) exactly as in the VM, while the
- * host's own files, network, sysctls and netfilter stay as they were.
+ * host's own files, network, sysctls and netfilter stay as they were. Its /etc/os-release is Talos's.
  *
  * Two halves:
  *  - `launchSandbox` (host side, the process the operator started): makes the network namespace and a veth pair
@@ -13,12 +13,13 @@
  *    runtime does (runc needs a real root mount, not a chroot).
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, readlinkSync, rmdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readlinkSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import * as net from "node:net";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { MNT, MS, type Syscalls } from "./syscalls.js";
 import { reapV1Folder, removeV1Folder } from "./cgroups-v1.js";
+import { osRelease } from "../machinery/version.js";
 
 export interface SandboxNetwork {
   /** Enter this existing network namespace (`ip netns list`) and leave its setup to whoever made it. */
@@ -199,6 +200,11 @@ export function enterSandboxRoot(sys: Syscalls, o: SandboxRootOptions): void {
   // A machine-id of its own (the kubelet reports it), kept across restarts in the overlay.
   const machineId = at("etc/machine-id");
   if (!existsSync(join(base, "etc", "upper", "machine-id"))) writeFileSync(machineId, `${randomBytes(16).toString("hex")}\n`);
+  // The OS the node says it is (the kubelet's OS-IMAGE): Talos's, not the host's. Written on every start, as the
+  // version may have changed; the host's is often a symlink into /usr, which must be replaced, not written through.
+  const osReleasePath = at("etc/os-release");
+  rmSync(osReleasePath, { force: true });
+  writeFileSync(osReleasePath, osRelease(), { mode: 0o644 });
   const old = at(".oldroot");
   mkdirSync(old);
   sys.pivotRoot(root, old);

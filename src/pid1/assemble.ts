@@ -30,6 +30,8 @@ import { ApiIdentity } from "../api/identity.js";
 import { TrustdGrpcServer } from "../api/trustd/server.js";
 import { TRUSTD_PORT, TrustdService } from "../supervisor/services/trustd.js";
 import type { ApiDeps } from "../api/deps.js";
+import { criClient } from "../host/cri/client.js";
+import { CRI_CONTAINERD_SOCKET } from "../machinery/paths.js";
 import { buildRegistry, publishDefinitions } from "./registry.js";
 import { startControllers, type ControllerWiring } from "./controllers.js";
 
@@ -172,6 +174,8 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
     return [...addrs, "127.0.0.1", "::1", "localhost", ...(hostname ? [hostname] : []), o.listen.host];
   };
   const deps: ApiDeps = { node, state, types, log, platform: { name: "metal", mode: "metal" }, localNames, services, runtime, install };
+  // The CRI containerd exists only where the node runs Kubernetes (PID 1, a sandbox), at upstream's socket.
+  if (o.kubernetes) deps.cri = () => criClient(CRI_CONTAINERD_SOCKET);
   const { api, addr } = await serveApi(deps, o.listen, identity);
   apiEndpoint = { host: addr.address, port: addr.port };
   log.info(

@@ -1,20 +1,21 @@
 /**
- * An in-memory stand-in for the Kubernetes API behind the KubernetesClient interface, for controller tests: built-in
+ * An in-memory stand-in for the Kubernetes API behind the KubeWriter interface, for controller tests: built-in
  * kinds plus the kinds of CRDs applied to it, objects with resourceVersions (an update with a stale one is a 409),
  * server-side apply recorded with its field manager, and hooks to make requests fail like an unreachable or
  * validating API server. The real client is exercised against a real kube-apiserver in the integration test.
  */
 import {
-  KubernetesApiError,
-  KubernetesConnectionError,
-  type KubeObject,
-  type KubernetesClient,
+  KubeApiError,
+  KubeConnectionError,
+  type KubeWriter,
   type ObjectKey,
   type ResourceScope,
-} from "../../src/host/kubernetes.js";
+} from "../../src/host/kube/api.js";
+import type { KubeObject } from "../../src/machinery/kubernetes/objects.js";
 
 const BUILTIN: [string, string, ResourceScope][] = [
   ["v1", "Namespace", "cluster"],
+  ["v1", "Node", "cluster"],
   ["v1", "ConfigMap", "namespaced"],
   ["v1", "Secret", "namespaced"],
   ["v1", "Service", "namespaced"],
@@ -41,7 +42,7 @@ export class FakeKubernetes {
   /** While true every request fails as if the API server were not listening. */
   down = false;
   /** Rejects an apply (e.g. a 422 Invalid) as API validation would. */
-  reject?: (obj: KubeObject) => KubernetesApiError | undefined;
+  reject?: (obj: KubeObject) => KubeApiError | undefined;
   /** Runs before an update is checked (a concurrent writer can change the object here). */
   beforeUpdate?: (obj: KubeObject) => void;
   clientsOpened = 0;
@@ -49,7 +50,7 @@ export class FakeKubernetes {
   private rv = 0;
 
   /** A client over this API (what the controller's connect option returns). */
-  client(): KubernetesClient {
+  client(): KubeWriter {
     this.clientsOpened++;
     return {
       resourceScope: async (apiVersion, kind) => {
@@ -75,7 +76,7 @@ export class FakeKubernetes {
       create: async (obj) => {
         const key = this.keyOf(keyOf(obj));
         this.check("create", key);
-        if (this.objects.has(key)) throw new KubernetesApiError(409, "AlreadyExists", `${key} already exists`);
+        if (this.objects.has(key)) throw new KubeApiError(409, "AlreadyExists", `${key} already exists`);
         return structuredClone(this.store(key, obj, undefined));
       },
       update: async (obj) => {
@@ -83,10 +84,10 @@ export class FakeKubernetes {
         this.check("update", key);
         this.beforeUpdate?.(obj);
         const existing = this.objects.get(key);
-        if (!existing) throw new KubernetesApiError(404, "NotFound", `${key} not found`);
+        if (!existing) throw new KubeApiError(404, "NotFound", `${key} not found`);
         const want = obj.metadata?.resourceVersion;
         if (want && want !== existing.metadata?.resourceVersion) {
-          throw new KubernetesApiError(409, "Conflict", `Operation cannot be fulfilled on ${key}: the object has been modified`);
+          throw new KubeApiError(409, "Conflict", `Operation cannot be fulfilled on ${key}: the object has been modified`);
         }
         return structuredClone(this.store(key, obj, existing));
       },
@@ -124,13 +125,13 @@ export class FakeKubernetes {
   }
 
   private check(verb: Call["verb"], key: string, fieldManager?: string): void {
-    if (this.down) throw new KubernetesConnectionError(`${verb} ${key}: connect ECONNREFUSED 127.0.0.1:6443`);
+    if (this.down) throw new KubeConnectionError(`${verb} ${key}: connect ECONNREFUSED 127.0.0.1:6443`);
     this.calls.push({ verb, key, fieldManager });
   }
 
   private keyOf(k: ObjectKey): string {
     const scope = this.kinds.get(`${k.apiVersion}/${k.kind}`);
-    if (!scope) throw new KubernetesApiError(404, "NoKindMatch", `the server does not serve kind ${k.kind} in ${k.apiVersion}`);
+    if (!scope) throw new KubeApiError(404, "NoKindMatch", `the server does not serve kind ${k.kind} in ${k.apiVersion}`);
     const ns = scope === "namespaced" ? (k.namespace || "default") : "";
     return `${k.apiVersion}/${k.kind}/${ns ? `${ns}/` : ""}${k.name}`;
   }
@@ -149,5 +150,6 @@ export class FakeKubernetes {
 }
 
 function keyOf(obj: KubeObject): ObjectKey {
+  if (!obj.apiVersion || !obj.kind) throw new KubeApiError(400, "BadRequest", `object ${JSON.stringify(obj.metadata?.name ?? "")} has no apiVersion or kind`);
   return { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata?.name ?? "", namespace: obj.metadata?.namespace };
 }

@@ -1,7 +1,10 @@
 /**
  * `talosctl logs`: service logs from the supervisor (namespace `system`, and `kubelet` whatever the
- * namespace, as upstream), container output from containerd otherwise. Tail first, then with follow
- * everything new until the client goes away. A service log nobody has written is "not registered", as upstream.
+ * namespace, as upstream); with `-k` (the CRI driver) a pod container's log file as the kubelet writes it under
+ * /var/log/pods, found through the CRI by the id talosctl shows (`ns/pod:container[:id]`) and sent as it is (CRI
+ * log lines, `<time> <stream> <P|F> <text>`, as upstream sends them); container output from containerd
+ * otherwise. Tail first, then with follow everything new until the client goes away. A service log nobody has
+ * written is "not registered", as upstream.
  */
 import type { LogsRequest } from "../../machinery/api/gen/machine/machine_pb.js";
 import { ApiError, Code } from "../../machinery/errors.js";
@@ -9,7 +12,9 @@ import type { Handlers } from "../transport/service.js";
 import type { CallContext } from "../transport/context.js";
 import type { ApiDeps } from "../deps.js";
 import { failStream, one, withMetadata } from "../reply.js";
-import { containerd } from "./containers.js";
+import { hostFiles } from "../../host/files/index.js";
+import { followFile } from "../../supervisor/logs.js";
+import { containerd, criInspector } from "./containers.js";
 
 /** Well under gRPC's 4 MiB default receive limit; talosctl re-splits on newlines anyway. */
 const CHUNK = 64 * 1024;
@@ -29,7 +34,26 @@ export function logHandlers(deps: ApiDeps): Handlers {
         }
         source = logs.read(req.id, opts);
       } else {
-        source = await containerd(deps, req.namespace, req.driver).containerLogs(req.namespace, req.id, opts);
+        const insp = criInspector(deps, req.namespace, req.driver);
+        if (insp) {
+          let path: string;
+          try {
+            const c = await insp.container(req.id);
+            if (!c) throw new ApiError(Code.Unknown, `container ${JSON.stringify(req.id)} not found`);
+            if (!c.logPath) throw new ApiError(Code.Unknown, "no log available");
+            path = c.logPath;
+          } finally {
+            insp.close();
+          }
+          const files = deps.files ?? hostFiles;
+          // Opening fails loudly (upstream's os.OpenFile); a follow then waits on the open file, not the name.
+          await files.stat(path).catch((e: NodeJS.ErrnoException) => {
+            throw new ApiError(Code.Unknown, `open ${path}: ${e.code === "ENOENT" ? "no such file or directory" : e.message}`);
+          });
+          source = followFile(path, { ...opts, files });
+        } else {
+          source = await containerd(deps, req.namespace, req.driver).containerLogs(req.namespace, req.id, opts);
+        }
       }
       try {
         for await (const buf of source) {

@@ -1,6 +1,6 @@
 /**
- * k8s.KubeletConfigController: the kubelet settings of the machine config (machine.kubelet, node
- * taints, cluster DNS) as the KubeletConfig resource `k8s`/`kubelet`. Only published when this node
+ * k8s.KubeletConfigController: the kubelet settings of the machine config (machine.kubelet, cluster DNS,
+ * whether control planes take workloads) as the KubeletConfig resource `k8s`/`kubelet`. Only published when this node
  * runs a kubelet: `talosctl health` skips its kubelet check exactly when this resource is missing.
  * Like upstream it waits for the static pod server (StaticPodServerStatuses `static-pod-server-status`), whose URL
  * becomes the kubelet's staticPodURL: until then nothing is published (an existing config is kept).
@@ -58,7 +58,8 @@ export function kubeletConfigSpec(cfg: MachineConfig, staticPodListURL: string):
     disableManifestsDirectory: k.disableManifestsDirectory ?? false,
     enableFSQuotaMonitoring: cfg.machine?.features?.diskQuotaSupport ?? false,
     credentialProviderConfig: k.credentialProviderConfig ? structuredClone(k.credentialProviderConfig) : undefined,
-    registerWithTaints: { ...(cfg.machine?.nodeTaints ?? {}) },
+    // Upstream's ScheduleOnControlPlanes: the new name wins, the old one (allowSchedulingOnMasters) is the fallback.
+    allowSchedulingOnControlPlane: cfg.cluster?.allowSchedulingOnControlPlanes ?? cfg.cluster?.allowSchedulingOnMasters ?? false,
   };
 }
 

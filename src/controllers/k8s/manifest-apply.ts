@@ -17,7 +17,8 @@
  * because each step is idempotent (an apply of an object that appeared meanwhile changes nothing: same manager,
  * same fields) and the inventory is written with its resourceVersion, re-read and merged on a conflict.
  */
-import { kubernetesClient, KubernetesApiError, type KubeObject, type KubernetesClient, type KubernetesClientFactory } from "../../host/kubernetes.js";
+import { kubeApi, KubeApiError, type KubeWriter, type KubeWriterFactory } from "../../host/kube/api.js";
+import type { KubeObject } from "../../machinery/kubernetes/objects.js";
 import {
   applyOrder,
   describeObject,
@@ -44,11 +45,11 @@ export const FIELD_MANAGER = "talos";
 
 export interface ManifestApplyOptions {
   /** Builds the API client from the admin kubeconfig (tests pass an in-memory fake). */
-  connect?: KubernetesClientFactory;
+  connect?: KubeWriterFactory;
 }
 
 export function manifestApplyController(opts: ManifestApplyOptions = {}): Controller {
-  const connect = opts.connect ?? ((kubeconfig: string) => kubernetesClient(kubeconfig));
+  const connect = opts.connect ?? ((kubeconfig: string) => kubeApi(kubeconfig));
   return {
     name: "k8s.ManifestApplyController",
     inputs: [
@@ -91,7 +92,7 @@ interface Item {
 
 /** One apply pass over `manifests` (already in id order); throws naming every failure after saving the inventory. */
 export async function applyManifests(
-  client: KubernetesClient,
+  client: KubeWriter,
   manifests: Resource<ManifestSpec>[],
   opts: { signal?: AbortSignal; log?: (msg: string) => void } = {},
 ): Promise<ApplyResult> {
@@ -139,7 +140,7 @@ class BadManifest extends Error {}
 /** HTTP statuses that say the request (the manifest) is wrong rather than the cluster unreachable. */
 const BAD_REQUEST_STATUSES = new Set([400, 404, 405, 422]);
 
-async function applyOne(client: KubernetesClient, inv: Inventory, obj: KubeObjectData, signal?: AbortSignal): Promise<"skipped" | "adopted" | "created"> {
+async function applyOne(client: KubeWriter, inv: Inventory, obj: KubeObjectData, signal?: AbortSignal): Promise<"skipped" | "adopted" | "created"> {
   const what = describeObject(obj);
   const apiVersion = obj.apiVersion as string;
   const kind = obj.kind as string;
@@ -147,7 +148,7 @@ async function applyOne(client: KubernetesClient, inv: Inventory, obj: KubeObjec
   try {
     scope = await client.resourceScope(apiVersion, kind, signal);
   } catch (e) {
-    if (e instanceof KubernetesApiError && (e.status === 404 || e.status === 422)) throw new BadManifest(`error creating mapping for object ${what}: ${e.message}`);
+    if (e instanceof KubeApiError && (e.status === 404 || e.status === 422)) throw new BadManifest(`error creating mapping for object ${what}: ${e.message}`);
     throw new Error(`error creating mapping for object ${what}: ${(e as Error).message}`);
   }
   if (!scope) throw new BadManifest(`error creating mapping for object ${what}: no matches for kind "${kind}" in version "${apiVersion}"`);
@@ -186,7 +187,7 @@ async function applyOne(client: KubernetesClient, inv: Inventory, obj: KubeObjec
   try {
     await client.apply(obj as KubeObject, FIELD_MANAGER, signal);
   } catch (e) {
-    if (e instanceof KubernetesApiError && BAD_REQUEST_STATUSES.has(e.status)) throw new BadManifest(`error creating ${what}: ${e.message}`);
+    if (e instanceof KubeApiError && BAD_REQUEST_STATUSES.has(e.status)) throw new BadManifest(`error creating ${what}: ${e.message}`);
     throw new Error(`error creating ${what}: ${(e as Error).message}`);
   }
   inv.add(ref);
@@ -203,25 +204,25 @@ class Inventory {
   private readonly removed = new Set<string>();
 
   private constructor(
-    private readonly client: KubernetesClient,
+    private readonly client: KubeWriter,
     private current: KubeObject,
   ) {
     this.refs = Inventory.parse(current);
   }
 
-  static async load(client: KubernetesClient, signal?: AbortSignal): Promise<Inventory> {
+  static async load(client: KubeWriter, signal?: AbortSignal): Promise<Inventory> {
     const nsKey = { apiVersion: "v1", kind: "Namespace", name: INVENTORY_NAMESPACE };
     if (!(await client.get(nsKey, signal))) {
       try {
         await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: INVENTORY_NAMESPACE } }, signal);
       } catch (e) {
-        if (!(e instanceof KubernetesApiError && e.status === 409)) throw new Error(`failed to create inventory namespace: ${(e as Error).message}`);
+        if (!(e instanceof KubeApiError && e.status === 409)) throw new Error(`failed to create inventory namespace: ${(e as Error).message}`);
       }
     }
     return new Inventory(client, await Inventory.fetch(client, signal));
   }
 
-  private static async fetch(client: KubernetesClient, signal?: AbortSignal): Promise<KubeObject> {
+  private static async fetch(client: KubeWriter, signal?: AbortSignal): Promise<KubeObject> {
     const key = { apiVersion: "v1", kind: "ConfigMap", name: INVENTORY_NAME, namespace: INVENTORY_NAMESPACE };
     let cm: KubeObject | undefined;
     try {
@@ -234,7 +235,7 @@ class Inventory {
       return await client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: INVENTORY_NAME, namespace: INVENTORY_NAMESPACE } }, signal);
     } catch (e) {
       // Another control plane created it first.
-      if (e instanceof KubernetesApiError && e.status === 409) {
+      if (e instanceof KubeApiError && e.status === 409) {
         const again = await client.get(key, signal);
         if (again) return again;
       }
@@ -299,7 +300,7 @@ class Inventory {
         this.removed.clear();
         return;
       } catch (e) {
-        if (!(e instanceof KubernetesApiError && e.status === 409) || attempt >= 4) throw e;
+        if (!(e instanceof KubeApiError && e.status === 409) || attempt >= 4) throw e;
       }
       this.current = await Inventory.fetch(this.client, signal);
       this.refs.clear();

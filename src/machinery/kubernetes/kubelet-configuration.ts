@@ -3,7 +3,8 @@
  * plain map published in KubeletSpec.config. User `extraConfig` is the starting point; the fields the
  * agent must control are refused, and unset fields get Talos's defaults.
  */
-import type { MachineTypeName } from "../resources/types/config.js";
+import { isControlPlane, type MachineTypeName } from "../resources/types/config.js";
+import { LABEL_NODE_ROLE_CONTROL_PLANE } from "./objects.js";
 import type { KubeletConfigSpec } from "../resources/types/k8s.js";
 
 /** Fields extraConfig may not set (upstream kubelet.ProtectedConfigurationFields). */
@@ -72,17 +73,14 @@ export function kubeletConfiguration(
     gates.LocalStorageCapacityIsolationFSQuotaMonitoring ??= true;
     c.featureGates = gates;
   }
-  if (!spec.skipNodeRegistration && !spec.extraArgs["register-with-taints"]) {
-    const taints = [...((c.registerWithTaints as { key: string }[] | undefined) ?? [])];
-    for (const [key, raw] of Object.entries(spec.registerWithTaints ?? {})) {
-      if (taints.some((t) => t.key === key)) continue;
-      // Taint text is `value:Effect` or just `Effect`.
-      const colon = raw.lastIndexOf(":");
-      const taint = colon < 0 ? { key, effect: raw } : { key, value: raw.slice(0, colon), effect: raw.slice(colon + 1) };
-      taints.push(taint);
+  if (!spec.skipNodeRegistration && isControlPlane(machineType) && !spec.allowSchedulingOnControlPlane) {
+    // Registered tainted, so nothing is scheduled onto the control plane in the moment before NodeApplyController
+    // applies the taint (it then takes the taint over). Not when extraConfig already has it, and not next to a
+    // --register-with-taints flag (the kubelet would take one and drop the other).
+    const taints = (c.registerWithTaints as { key?: string }[] | undefined) ?? [];
+    if (!taints.some((t) => t.key === LABEL_NODE_ROLE_CONTROL_PLANE) && !spec.extraArgs["register-with-taints"]) {
+      c.registerWithTaints = [...taints, { key: LABEL_NODE_ROLE_CONTROL_PLANE, effect: "NoSchedule" }];
     }
-    taints.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    if (taints.length > 0) c.registerWithTaints = taints;
   }
   if (unset("address")) c.address = "0.0.0.0";
   c.oomScoreAdj ??= -450;
@@ -95,7 +93,7 @@ export function kubeletConfiguration(
       cpu: "50m",
       pid: "100",
       "ephemeral-storage": "256Mi",
-      memory: machineType === "controlplane" || machineType === "init" ? "512Mi" : "384Mi",
+      memory: isControlPlane(machineType) ? "512Mi" : "384Mi",
     };
   }
   const logging = (c.logging ?? {}) as Record<string, unknown>;

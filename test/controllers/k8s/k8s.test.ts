@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { K8S_NS, KubeletConfigType, KubeletSpecType, NodenameType, type KubeletConfigSpec, type KubeletSpecSpec, type NodenameSpec } from "../../../src/machinery/resources/types/k8s.js";
 import { InMemoryState } from "../../../src/state/inmem.js";
 import { args, mergeArgs, renderArgs } from "../../../src/machinery/kubernetes/args.js";
-import { kubeletConfigController } from "../../../src/controllers/k8s/kubelet-config.js";
+import { kubeletConfigController, kubeletConfigSpec } from "../../../src/controllers/k8s/kubelet-config.js";
+import { loadConfig } from "../../../src/machinery/config/index.js";
 import { kubeletSpecController } from "../../../src/controllers/k8s/kubelet-spec.js";
 import { nodenameController, nodenameFromHostname } from "../../../src/controllers/k8s/nodename.js";
 import { dnsServiceAddrs } from "../../../src/machinery/kubernetes/network.js";
@@ -78,7 +79,7 @@ describe("k8s.KubeletConfigController + k8s.KubeletSpecController", () => {
       extraArgs: { "rotate-server-certificates": { values: ["true"] } },
       extraConfig: { maxPods: 150 },
       staticPodListURL: "http://127.0.0.1:1234",
-      registerWithTaints: { dedicated: "infra:NoSchedule" },
+      allowSchedulingOnControlPlane: false,
     });
     expect(kc.extraMounts[0]).toEqual({ destination: "/var/mnt", type: "bind", source: "/var/mnt", options: ["bind", "rshared"], uidmappings: [], gidmappings: [] });
 
@@ -108,7 +109,8 @@ describe("k8s.KubeletConfigController + k8s.KubeletSpecController", () => {
       staticPodPath: "/etc/kubernetes/manifests",
       staticPodURL: "http://127.0.0.1:1234",
       clusterDNS: ["10.96.0.10"],
-      registerWithTaints: [{ key: "dedicated", value: "infra", effect: "NoSchedule" }],
+      // Only the control plane's own taint: machine.nodeTaints are NodeApplyController's, as upstream.
+      registerWithTaints: [{ key: "node-role.kubernetes.io/control-plane", effect: "NoSchedule" }],
       systemReserved: { memory: "512Mi" },
       protectKernelDefaults: true,
     });
@@ -124,6 +126,14 @@ describe("k8s.KubeletConfigController + k8s.KubeletSpecController", () => {
     expect(rt.status("k8s.KubeletSpecController")!.lastError).toBe('field "port" can\'t be overridden');
     publishConfig(s, controlPlaneConfig({ machineExtra: "  kubelet:\n    extraArgs:\n      kubeconfig: /x\n" }));
     await eventually(() => /kubeconfig/.test(rt.status("k8s.KubeletSpecController")?.lastError ?? ""), 2000, "denied flag");
+  });
+
+  it("carries cluster.allowSchedulingOnControlPlanes, with allowSchedulingOnMasters as the older name", () => {
+    const allow = (extra: string) => kubeletConfigSpec(loadConfig(controlPlaneConfig({ clusterExtra: extra })), "http://x").allowSchedulingOnControlPlane;
+    expect(allow("")).toBe(false);
+    expect(allow("  allowSchedulingOnControlPlanes: true\n")).toBe(true);
+    expect(allow("  allowSchedulingOnMasters: true\n")).toBe(true);
+    expect(allow("  allowSchedulingOnMasters: true\n  allowSchedulingOnControlPlanes: false\n")).toBe(false);
   });
 
   it("publishes nothing when the node runs no kubelet", async () => {

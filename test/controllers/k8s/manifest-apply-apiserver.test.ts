@@ -13,7 +13,8 @@ import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { kubernetesClient, type KubeObject, type KubernetesClient } from "../../../src/host/kubernetes.js";
+import { kubeApi, type KubeWriter } from "../../../src/host/kube/api.js";
+import type { KubeObject } from "../../../src/machinery/kubernetes/objects.js";
 import { ExtKeyUsage, issueKubernetesAdminCert, issueLeaf, KeyUsage, newECDSACA } from "../../../src/machinery/pki/index.js";
 import { formatObjectRef, objectRef } from "../../../src/machinery/kubernetes/manifest-objects.js";
 import { CONTROLPLANE_NS, ManifestStatusType, ManifestType, type ManifestSpec, type ManifestStatusSpec } from "../../../src/machinery/resources/types/k8s-manifests.js";
@@ -67,7 +68,7 @@ describe.skipIf(!!missing)("bootstrap manifests against kube-apiserver v1.37.2",
   const procs: ChildProcess[] = [];
   let dir = "";
   let kubeconfig = "";
-  let client: KubernetesClient;
+  let client: KubeWriter;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "manifests-apiserver-"));
@@ -156,7 +157,7 @@ current-context: admin@test
       if (Date.now() > deadline) throw new Error(`kube-apiserver not ready after 90 s; see ${dir}/apiserver.log`);
       await new Promise((r) => setTimeout(r, 250));
     }
-    client = kubernetesClient(kubeconfig);
+    client = kubeApi(kubeconfig);
   }, 120_000);
 
   afterAll(async () => {
@@ -211,7 +212,7 @@ current-context: admin@test
       const out: Record<string, string> = {};
       for (const [k, o] of live) {
         const meta = o.metadata!;
-        out[k] = (await client.get({ apiVersion: o.apiVersion, kind: o.kind, name: meta.name!, namespace: meta.namespace }))?.metadata?.resourceVersion ?? "gone";
+        out[k] = (await client.get({ apiVersion: o.apiVersion!, kind: o.kind!, name: meta.name!, namespace: meta.namespace }))?.metadata?.resourceVersion ?? "gone";
       }
       out.inventory = (await client.get({ apiVersion: "v1", kind: "ConfigMap", name: "talos-bootstrap-manifests-inventory", namespace: "kube-system" }))!.metadata!.resourceVersion!;
       return out;

@@ -8,7 +8,8 @@ import { fromBinary, toJson } from "@bufbuild/protobuf";
 import { BootstrapManifestsConfigSpecSchema, ManifestSpecSchema } from "../../../src/machinery/api/gen/resource/definitions/k8s/k8s_pb.js";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { KubernetesApiError, KubernetesConnectionError, type KubeObject } from "../../../src/host/kubernetes.js";
+import { KubeApiError, KubeConnectionError } from "../../../src/host/kube/api.js";
+import type { KubeObject } from "../../../src/machinery/kubernetes/objects.js";
 import { loadConfig } from "../../../src/machinery/config/index.js";
 import { bootstrapManifestsConfigSpec, extraManifestsConfigSpec, imageVersionAtLeast } from "../../../src/machinery/kubernetes/manifests-config.js";
 import { formatObjectRef, parseManifestYaml, parseObjectRef } from "../../../src/machinery/kubernetes/manifest-objects.js";
@@ -403,7 +404,7 @@ describe("applyManifests", () => {
 
   it("collects bad manifests into one error naming each, applies the rest, and saves the inventory", async () => {
     const api = new FakeKubernetes();
-    api.reject = (o) => (o.metadata?.name === "invalid" ? new KubernetesApiError(422, "Invalid", 'ConfigMap "invalid" is invalid: data[bad key]: Invalid value') : undefined);
+    api.reject = (o) => (o.metadata?.name === "invalid" ? new KubeApiError(422, "Invalid", 'ConfigMap "invalid" is invalid: data[bad key]: Invalid value') : undefined);
     const err = await applyManifests(api.client(), [
       manifest("10-one", [{ apiVersion: "example.test/v1", kind: "Gadget", metadata: { name: "g" } }, cm("fine", "default")]),
       manifest("20-two", [cm("invalid", "default"), cm("foreign", "default", { annotations: { [INVENTORY_ANNOTATION]: "someone-else" } })]),
@@ -424,7 +425,7 @@ describe("applyManifests", () => {
     api.reject = (o) => {
       if (o.metadata?.name !== "two") return undefined;
       api.down = true;
-      throw new KubernetesConnectionError("PATCH https://127.0.0.1:6443/api/v1/namespaces/default/configmaps/two: ECONNREFUSED");
+      throw new KubeConnectionError("PATCH https://127.0.0.1:6443/api/v1/namespaces/default/configmaps/two: ECONNREFUSED");
     };
     const list = [manifest("00-a", [cm("one", "default"), cm("two", "default"), cm("three", "default")])];
     // The API goes away at the second apply: the run stops there (no third), and the inventory write fails too.

@@ -35,6 +35,10 @@ const ROWS: Row[] = [
   ["KubeletStatuses.kubernetes.talos.dev", "k8s", "KubeletStatus", ["kubeletstatus", "ks"], ["{.image}"]],
   ["KubeletConfigs.kubernetes.talos.dev", "k8s", "KubeletConfig", ["kubeletconfig", "kc", "kcs"], [], true],
   ["NodeStatuses.kubernetes.talos.dev", "k8s", "NodeStatus", ["nodestatus", "ns"], ["{.nodeReady}", "{.unschedulable}"]],
+  ["NodeLabelSpecs.k8s.talos.dev", "k8s", "NodeLabelSpec", ["nodelabelspec", "nls"], ["{.value}"], true],
+  ["NodeAnnotationSpecs.k8s.talos.dev", "k8s", "NodeAnnotationSpec", ["nodeannotationspec", "nas"], ["{.value}"], true],
+  ["NodeTaintSpecs.k8s.talos.dev", "k8s", "NodeTaintSpec", ["nodetaintspec", "nts"], ["{.effect}", "{.value}"], true],
+  ["NodeCordonedSpecs.k8s.talos.dev", "k8s", "NodeCordonedSpec", ["nodecordonedspec", "ncs"], [], true],
   ["EtcdMembers.etcd.talos.dev", "etcd", "EtcdMember", ["etcdmember", "em", "ems"], ["{.memberID}"]],
   ["EtcdConfigs.etcd.talos.dev", "etcd", "EtcdConfig", ["etcdconfig", "ec", "ecs"], []],
   [
@@ -166,11 +170,12 @@ describe("core spec encodings", () => {
     const m = decode(KubeletConfigSpecSchema, KubeletConfigType, {
       image: "i", clusterDNS: ["10.96.0.10"], clusterDomain: "cluster.local", extraArgs: { "node-labels": { values: ["a=b"] } }, extraMounts: [],
       extraConfig: {}, cloudProviderExternal: false, defaultRuntimeSeccompEnabled: true, skipNodeRegistration: false, staticPodListURL: "http://x",
-      disableManifestsDirectory: false, enableFSQuotaMonitoring: false, registerWithTaints: {},
+      disableManifestsDirectory: false, enableFSQuotaMonitoring: false, allowSchedulingOnControlPlane: true,
     });
     expect(m.extraArgs["node-labels"].values).toEqual(["a=b"]);
     expect(m.clusterDns).toEqual(["10.96.0.10"]);
     expect(m.staticPodListUrl).toBe("http://x");
+    expect(m.allowSchedulingOnControlPlane).toBe(true);
   });
 
   it("StaticPod: the YAML spec is the manifest itself, the proto a Struct", () => {

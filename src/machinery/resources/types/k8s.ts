@@ -9,7 +9,10 @@ import {
   KubeletConfigSpecSchema,
   KubeletSpecSpecSchema,
   KubeletStatusSpecSchema,
+  NodeAnnotationSpecSpecSchema,
+  NodeLabelSpecSpecSchema,
   NodeStatusSpecSchema,
+  NodeTaintSpecSpecSchema,
   NodenameSpecSchema,
   StaticPodSpecSchema,
   StaticPodStatusSpecSchema,
@@ -153,7 +156,8 @@ export interface KubeletConfigSpec {
   disableManifestsDirectory: boolean;
   enableFSQuotaMonitoring: boolean;
   credentialProviderConfig?: Record<string, unknown>;
-  registerWithTaints: Record<string, string>;
+  /** cluster.allowSchedulingOnControlPlanes: a control plane then registers without its NoSchedule taint. */
+  allowSchedulingOnControlPlane: boolean;
 }
 
 export const KubeletConfigType: ResourceType<KubeletConfigSpec> = {
@@ -177,9 +181,9 @@ export const KubeletConfigType: ResourceType<KubeletConfigSpec> = {
           disableManifestsDirectory: s.disableManifestsDirectory,
           enableFSQuotaMonitoring: s.enableFSQuotaMonitoring,
           credentialProviderConfig: sortKeysDeep(s.credentialProviderConfig) as Record<string, unknown> | undefined,
-          registerWithTaints: sortKeysDeep(s.registerWithTaints) as Record<string, string>,
+          allowSchedulingOnControlPlane: s.allowSchedulingOnControlPlane,
         },
-        ["extraArgs", "extraMounts", "extraConfig", "credentialProviderConfig", "registerWithTaints"],
+        ["extraArgs", "extraMounts", "extraConfig", "credentialProviderConfig"],
       ),
     ),
   toProto: (s) => specToProto(KubeletConfigSpecSchema, s),
@@ -217,6 +221,66 @@ export const NodeStatusType: ResourceType<NodeStatusSpec> = {
   toProto: (s) => specToProto(NodeStatusSpecSchema, s, { fields: { podCIDRs: "pod_cid_rs" } }),
 };
 
+/**
+ * What this node wants on its Node object (upstream's `*.k8s.talos.dev` spec types, id = the key): labels,
+ * annotations and taints from the machine config and Talos itself, and whether Talos cordons the node.
+ * k8s.NodeApplyController makes the Node match them.
+ */
+export interface NodeLabelSpecSpec {
+  key: string;
+  value: string;
+}
+
+export const NodeLabelSpecType: ResourceType<NodeLabelSpecSpec> = {
+  type: "NodeLabelSpecs.k8s.talos.dev",
+  defaultNamespace: K8S_NS,
+  sensitive: true,
+  printColumns: [{ name: "Value", jsonPath: "{.value}" }],
+  toProto: (s) => specToProto(NodeLabelSpecSpecSchema, s),
+};
+
+export type NodeAnnotationSpecSpec = NodeLabelSpecSpec;
+
+export const NodeAnnotationSpecType: ResourceType<NodeAnnotationSpecSpec> = {
+  type: "NodeAnnotationSpecs.k8s.talos.dev",
+  defaultNamespace: K8S_NS,
+  sensitive: true,
+  printColumns: [{ name: "Value", jsonPath: "{.value}" }],
+  toProto: (s) => specToProto(NodeAnnotationSpecSpecSchema, s),
+};
+
+export interface NodeTaintSpecSpec {
+  key: string;
+  effect: string;
+  value: string;
+}
+
+export const NodeTaintSpecType: ResourceType<NodeTaintSpecSpec> = {
+  type: "NodeTaintSpecs.k8s.talos.dev",
+  defaultNamespace: K8S_NS,
+  sensitive: true,
+  printColumns: [
+    { name: "Effect", jsonPath: "{.effect}" },
+    { name: "Value", jsonPath: "{.value}" },
+  ],
+  toYaml: (s) => specToYaml({ key: s.key, effect: s.effect, value: s.value }),
+  toProto: (s) => specToProto(NodeTaintSpecSpecSchema, s),
+};
+
+/** The one NodeCordonedSpec id (upstream NodeCordonedID). */
+export const NODE_CORDONED_ID = "cordoned";
+
+/** Present while Talos wants the node cordoned; the spec is empty (upstream has no fields, so no proto message). */
+export type NodeCordonedSpecSpec = Record<string, never>;
+
+export const NodeCordonedSpecType: ResourceType<NodeCordonedSpecSpec> = {
+  type: "NodeCordonedSpecs.k8s.talos.dev",
+  defaultNamespace: K8S_NS,
+  sensitive: true,
+  toYaml: () => "{}\n",
+  toProto: () => new Uint8Array(0),
+};
+
 export const K8S_TYPES: ResourceType[] = [
   NodenameType,
   StaticPodType,
@@ -225,4 +289,8 @@ export const K8S_TYPES: ResourceType[] = [
   KubeletConfigType,
   KubeletStatusType,
   NodeStatusType,
+  NodeLabelSpecType,
+  NodeAnnotationSpecType,
+  NodeTaintSpecType,
+  NodeCordonedSpecType,
 ] as ResourceType[];
