@@ -1,0 +1,160 @@
+/**
+ * Three control planes join one etcd cluster by themselves, end to end: three sandboxed nodes (test/helpers/sandbox.ts,
+ * each its own network/mount/UTS namespaces, etcd v3.7.3 from its image in the node's CRI containerd) on a lab bridge,
+ * configured over the real API with generated configs whose cluster endpoint is the first node. Bootstrap once on the
+ * first; the other two find it through the `controlplane` Endpoints (the cluster endpoint resolved, no API server
+ * needed), join as learners and get promoted; `etcd members` lists three voters; a second Bootstrap is refused with
+ * upstream's error; one leaves and two remain.
+ *
+ * Needs root, dist/ (npm run build) and the images in the loopback registry (make kube-images && make registry);
+ * skips saying which is missing.
+ */
+import { parse } from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { status } from "@grpc/grpc-js";
+import { EmptySchema } from "@bufbuild/protobuf/wkt";
+import { applyPatches, parsePatch } from "../../src/machinery/config/patch/index.js";
+import { generateConfigs } from "../../src/machinery/generate/index.js";
+import * as m from "../../src/machinery/api/gen/machine/machine_pb.js";
+import { MachineService, ApplyConfigurationRequest_Mode as Mode } from "../../src/machinery/api/gen/machine/machine_pb.js";
+import { tlsKeyPem } from "../../src/machinery/pki/pem.js";
+import { TestClient, insecureTls, mtls } from "../helpers/client.js";
+import { mirrorsPatch, sandboxSkipReason, startLab, startSandbox, type Lab, type SandboxNode } from "../helpers/sandbox.js";
+
+const skip = await sandboxSkipReason({ images: ["etcd", "siderolabs/kubelet", "pause"] });
+if (skip) console.log(`skipping the etcd join end-to-end test: ${skip}`);
+
+const MIN = 60_000;
+
+/** Polls `fn` until it stops throwing, at most `ms`. */
+async function until<T>(what: string, ms: number, fn: () => Promise<T>): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${(err as Error).message}`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
+describe.skipIf(!!skip)("etcd join across three sandboxed control planes", () => {
+  let lab: Lab;
+  const nodes: SandboxNode[] = [];
+  const clients: TestClient[] = [];
+  let admin: (n: SandboxNode) => TestClient;
+
+  const members = async (n: SandboxNode) => {
+    const r = await admin(n).unary(MachineService, "EtcdMemberList", m.EtcdMemberListRequestSchema, m.EtcdMemberListResponseSchema, { queryLocal: true }, { deadlineMs: 20_000 });
+    return r.messages[0].members.map((x) => `${x.hostname}${x.isLearner ? " (learner)" : ""}`).sort();
+  };
+  const etcdEvents = async (n: SandboxNode) => {
+    const r = await admin(n).unary(MachineService, "ServiceList", EmptySchema, m.ServiceListResponseSchema, {}, { deadlineMs: 20_000 });
+    const etcd = r.messages[0].services.find((s) => s.id === "etcd");
+    return { state: etcd?.state, events: etcd?.events?.events.map((e) => e.msg) ?? [] };
+  };
+  const diagnostics = async () => {
+    const out: string[] = [];
+    for (const n of nodes) {
+      const ev = await etcdEvents(n).catch((e: Error) => ({ state: "?", events: [e.message] }));
+      out.push(`--- ${n.name} etcd ${ev.state}: ${ev.events.slice(-6).join(" | ")}`, n.log().split("\n").slice(-15).join("\n"));
+    }
+    return out.join("\n");
+  };
+
+  const t0 = Date.now();
+  const progress = (msg: string) => console.log(`[etcd-join e2e +${Math.round((Date.now() - t0) / 1000)}s] ${msg}`);
+
+  beforeAll(async () => {
+    lab = await startLab("etcdjoin", "10.214.61");
+    const endpoint = `https://${lab.address(2).split("/")[0]}:6443`;
+    const cfgs = await generateConfigs({ clusterName: "etcd-join", endpoint, installDisk: "/dev/vda", talosVersion: "v1.13" });
+    const ctx = (parse(cfgs.talosconfig) as { contexts: Record<string, { ca: string; crt: string; key: string }> }).contexts["etcd-join"];
+    const d = (s: string) => Buffer.from(s, "base64").toString("utf8");
+    const creds = () => mtls(d(ctx.ca), d(ctx.crt), tlsKeyPem(d(ctx.key)));
+    const byNode = new Map<SandboxNode, TestClient>();
+    admin = (n) => {
+      let c = byNode.get(n);
+      if (!c) {
+        c = new TestClient(`${n.ip}:50000`, creds());
+        byNode.set(n, c);
+        clients.push(c);
+      }
+      return c;
+    };
+    nodes.push(...(await Promise.all([2, 3, 4].map((n, i) => startSandbox(lab, `cp${i + 1}`, n)))));
+    progress("three sandboxes up");
+    await Promise.all(
+      nodes.map(async (n) => {
+        const cfg = applyPatches(cfgs.controlplane, [parsePatch(mirrorsPatch(lab.gateway)), parsePatch(`machine:\n  network:\n    hostname: ${n.name}\n`)]);
+        const c = new TestClient(`${n.ip}:50000`, insecureTls());
+        try {
+          await c.unary(
+            MachineService,
+            "ApplyConfiguration",
+            m.ApplyConfigurationRequestSchema,
+            m.ApplyConfigurationResponseSchema,
+            { data: new TextEncoder().encode(cfg), mode: Mode.AUTO },
+            { deadlineMs: MIN },
+          );
+        } finally {
+          c.close();
+        }
+      }),
+    );
+    progress("configs applied");
+    // Each node is up with its config once its own API answers with the cluster's credentials.
+    for (const n of nodes) await until(`${n.name}'s API with the cluster's credentials`, 2 * MIN, () => admin(n).unary(MachineService, "Version", EmptySchema, m.VersionResponseSchema, {}, { deadlineMs: 10_000 }));
+    progress("the cluster's credentials accepted");
+  }, 5 * MIN);
+
+  afterAll(async () => {
+    for (const c of clients) c.close();
+    await Promise.all(nodes.map((n) => n.stop()));
+    await lab?.stop();
+  }, 5 * MIN);
+
+  it("joins the second and third control plane by themselves after one bootstrap", async () => {
+    const [cp1, cp2, cp3] = nodes;
+    // Before the bootstrap the others wait, saying so, and keep trying the endpoint.
+    await until("cp2 waiting to join", 2 * MIN, async () => {
+      const ev = await etcdEvents(cp2);
+      expect(ev.events.some((x) => x.startsWith("etcd is waiting to join the cluster"))).toBe(true);
+    });
+    progress("cp2 waits to join");
+    await until("cp1 ready for bootstrap", 2 * MIN, () => admin(cp1).unary(MachineService, "Bootstrap", m.BootstrapRequestSchema, m.BootstrapResponseSchema, {}, { deadlineMs: 20_000 }));
+    progress("cp1 bootstrapped");
+    try {
+      await until("three voting members", 4 * MIN, async () => expect(await members(cp1)).toEqual(["cp1", "cp2", "cp3"]));
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${await diagnostics()}`);
+    }
+    progress("three voting members");
+    // Every node sees the same three voters, and each joined node says how it joined.
+    for (const n of [cp2, cp3]) {
+      expect(await members(n)).toEqual(["cp1", "cp2", "cp3"]);
+      expect((await etcdEvents(n)).events.some((x) => /^Joining the etcd cluster as learner [0-9a-f]{16}$/.test(x))).toBe(true);
+    }
+    const st = await admin(cp3).unary(MachineService, "EtcdStatus", EmptySchema, m.EtcdStatusResponseSchema, {});
+    expect(st.messages[0].memberStatus?.isLearner).toBe(false);
+    expect(st.messages[0].memberStatus?.protocolVersion).toMatch(/^3\.7\./);
+  }, 8 * MIN);
+
+  it("refuses a second bootstrap on a node that joined", async () => {
+    const err = await admin(nodes[1])
+      .unary(MachineService, "Bootstrap", m.BootstrapRequestSchema, m.BootstrapResponseSchema, {})
+      .then(
+        () => null,
+        (e: { code: number; details: string }) => ({ code: e.code, details: e.details }),
+      );
+    expect(err).toEqual({ code: status.ALREADY_EXISTS, details: "etcd data directory is not empty" });
+  });
+
+  it("a control plane that leaves is removed; two members remain", async () => {
+    const [cp1, , cp3] = nodes;
+    await admin(cp3).unary(MachineService, "EtcdLeaveCluster", m.EtcdLeaveClusterRequestSchema, m.EtcdLeaveClusterResponseSchema, {}, { deadlineMs: 2 * MIN });
+    expect(await members(cp1)).toEqual(["cp1", "cp2"]);
+    expect((await etcdEvents(cp3)).state).toBe("Finished");
+  }, 3 * MIN);
+});
