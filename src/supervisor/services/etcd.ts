@@ -229,11 +229,12 @@ export class EtcdService implements Service {
     } finally {
       this.release = null;
     }
-    if (ctx.signal.aborted) {
-      // Stopped between the join and etcd's start: nobody will run the learner that was added.
-      if (this.joinPlan) await this.removeLearner(this.joinPlan.learnerId);
-      throw ctx.signal.reason;
+    if ((ctx.signal.aborted || bootstrap.signal.aborted) && this.joinPlan) {
+      // Stopped, or asked to bootstrap, just as the join went through: nobody will run the learner that was added.
+      await this.removeLearner(this.joinPlan.learnerId);
+      this.joinPlan = null;
     }
+    if (ctx.signal.aborted) throw ctx.signal.reason;
     if (!this.joinPlan) ctx.event(ServiceState.Preparing, "Bootstrap requested");
     else ctx.event(ServiceState.Preparing, `Joining the etcd cluster as learner ${formatMemberId(this.joinPlan.learnerId)}`);
   }
