@@ -5,7 +5,7 @@
  * A node with an empty data directory joins through the control planes (every merged control-plane Endpoints
  * address on etcd's client port, read at each attempt), as upstream's etcd.NewClientFromControlPlaneIPs.
  */
-import { endpointHostPorts, mergeEndpoints } from "../../machinery/kubernetes/endpoint-list.js";
+import { joinHostPort, mergedEndpoints } from "../../machinery/kubernetes/endpoint-list.js";
 import { pointer, readAll, readSpec } from "../../machinery/resources/read.js";
 import { CONTROLPLANE_NS, EndpointType } from "../../machinery/resources/types/k8s-status.js";
 import { ETCD_ID, EtcdSpecType } from "../../machinery/resources/types/etcd.js";
@@ -66,5 +66,5 @@ export function etcdPki(state: Pick<ResourceReader, "get">): EtcdPki | undefined
 
 /** The control planes' etcd client endpoints: the merged `controlplane` Endpoints on `port` (upstream etcd.GetEndpoints). */
 export function controlPlaneEtcdEndpoints(state: Pick<ResourceReader, "list">, port: number): string[] {
-  return endpointHostPorts(mergeEndpoints(readAll(state, EndpointType, CONTROLPLANE_NS).map((r) => r.spec)), port);
+  return mergedEndpoints(readAll(state, EndpointType, CONTROLPLANE_NS).map((r) => r.spec)).map((h) => joinHostPort(h, port));
 }

@@ -1,34 +1,26 @@
 /**
- * The control-plane endpoints as their consumers see them (upstream k8s.EndpointList): every
- * `Endpoints.kubernetes.talos.dev` resource in `controlplane` merged, addresses sorted and deduplicated, then the
- * host names. Used by etcd join/leave (on the client port) and the other clients of the control planes.
+ * The control-plane endpoints every consumer sees: all `Endpoints.kubernetes.talos.dev` resources of `controlplane`
+ * (`controlplane`, `kube-apiserver`, `discovery`) merged, addresses deduplicated in netip order, then host names
+ * sorted (upstream's EndpointList.Merge / Strings).
  */
 import { compareAddr, formatAddr, parseAddr } from "../net/addr.js";
 import type { EndpointSpec } from "../resources/types/k8s-status.js";
 
-export interface EndpointList {
-  addresses: string[];
-  hosts: string[];
-}
-
-/** The union of `specs`: addresses in address order (IPv4 before IPv6), hosts in name order, each once. */
-export function mergeEndpoints(specs: Iterable<EndpointSpec>): EndpointList {
+export function mergedEndpoints(specs: EndpointSpec[]): string[] {
   const addrs = new Map<string, Uint8Array>();
   const hosts = new Set<string>();
   for (const s of specs) {
-    for (const a of s.addresses) {
+    for (const a of s.addresses ?? []) {
       const ip = parseAddr(a);
       if (ip) addrs.set(formatAddr(ip), ip);
     }
-    for (const h of s.hosts) hosts.add(h);
+    for (const h of s.hosts ?? []) if (h) hosts.add(h);
   }
-  return {
-    addresses: [...addrs.values()].sort(compareAddr).map(formatAddr),
-    hosts: [...hosts].sort(),
-  };
+  const sorted = [...addrs.values()].sort(compareAddr).map(formatAddr);
+  return [...sorted, ...[...hosts].sort()];
 }
 
-/** `host:port` for every endpoint (IPv6 bracketed), addresses first (upstream EndpointList.Strings + JoinHostPort). */
-export function endpointHostPorts(list: EndpointList, port: number): string[] {
-  return [...list.addresses, ...list.hosts].map((h) => (h.includes(":") ? `[${h}]:${port}` : `${h}:${port}`));
+/** `host:port`, brackets around an IPv6 address (Go's net.JoinHostPort). */
+export function joinHostPort(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
 }
