@@ -4,11 +4,15 @@
  * configured over the real API with generated configs whose cluster endpoint is the first node. Bootstrap once on the
  * first; the other two find it through the `controlplane` Endpoints (the cluster endpoint resolved, no API server
  * needed), join as learners and get promoted; `etcd members` lists three voters; a second Bootstrap is refused with
- * upstream's error; one leaves and two remain.
+ * upstream's error. A graceful reset of the third leaves etcd first: two members remain and etcd keeps quorum (a
+ * quorum read and a write through each remaining member, with a client certificate of the cluster's etcd CA); with
+ * its config applied again it joins once more as a new member. Then the second leaves (`etcd leave`) and two remain.
  *
  * Needs root, dist/ (npm run build) and the images in the loopback registry (make kube-images && make registry);
  * skips saying which is missing.
  */
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { status } from "@grpc/grpc-js";
@@ -18,6 +22,8 @@ import { generateConfigs } from "../../src/machinery/generate/index.js";
 import * as m from "../../src/machinery/api/gen/machine/machine_pb.js";
 import { MachineService, ApplyConfigurationRequest_Mode as Mode } from "../../src/machinery/api/gen/machine/machine_pb.js";
 import { tlsKeyPem } from "../../src/machinery/pki/pem.js";
+import { issueEtcdClientCert } from "../../src/machinery/pki/issue.js";
+import { EtcdClient } from "../../src/supervisor/etcd/client.js";
 import { TestClient, insecureTls, mtls } from "../helpers/client.js";
 import { mirrorsPatch, sandboxSkipReason, startLab, startSandbox, type Lab, type SandboxNode } from "../helpers/sandbox.js";
 
@@ -44,10 +50,32 @@ describe.skipIf(!!skip)("etcd join across three sandboxed control planes", () =>
   const nodes: SandboxNode[] = [];
   const clients: TestClient[] = [];
   let admin: (n: SandboxNode) => TestClient;
+  let applyConfig: (n: SandboxNode) => Promise<void>;
+  let etcdTls: { ca: string; cert: string; key: string };
+  /** cp3's member id before its reset. */
+  let cp3Before: bigint | undefined;
 
-  const members = async (n: SandboxNode) => {
+  const memberList = async (n: SandboxNode) => {
     const r = await admin(n).unary(MachineService, "EtcdMemberList", m.EtcdMemberListRequestSchema, m.EtcdMemberListResponseSchema, { queryLocal: true }, { deadlineMs: 20_000 });
-    return r.messages[0].members.map((x) => `${x.hostname}${x.isLearner ? " (learner)" : ""}`).sort();
+    return r.messages[0].members;
+  };
+  const members = async (n: SandboxNode) => (await memberList(n)).map((x) => `${x.hostname}${x.isLearner ? " (learner)" : ""}`).sort();
+  /** etcd keeps quorum: through each of `through` alone, a quorum read and a write read back (from outside the nodes). */
+  const quorumThrough = async (through: SandboxNode[], key: string) => {
+    for (const n of through) {
+      const c = new EtcdClient([`${n.ip}:2379`], etcdTls);
+      try {
+        await c.validateQuorum(AbortSignal.timeout(15_000));
+        await c.put(`/e2e/${key}`, n.name, AbortSignal.timeout(15_000));
+        expect(await c.get(`/e2e/${key}`, AbortSignal.timeout(15_000))).toBe(n.name);
+      } finally {
+        c.close();
+      }
+    }
+  };
+  const dataDirEntries = (n: SandboxNode) => {
+    const dir = join(n.stateDir, "var/lib/etcd");
+    return existsSync(dir) ? readdirSync(dir) : [];
   };
   const etcdEvents = async (n: SandboxNode) => {
     const r = await admin(n).unary(MachineService, "ServiceList", EmptySchema, m.ServiceListResponseSchema, {}, { deadlineMs: 20_000 });
@@ -85,28 +113,28 @@ describe.skipIf(!!skip)("etcd join across three sandboxed control planes", () =>
     };
     nodes.push(...(await Promise.all([2, 3, 4].map((n, i) => startSandbox(lab, `cp${i + 1}`, n)))));
     progress("three sandboxes up");
-    await Promise.all(
-      nodes.map(async (n) => {
-        const cfg = applyPatches(cfgs.controlplane, [parsePatch(mirrorsPatch(lab.gateway)), parsePatch(`machine:\n  network:\n    hostname: ${n.name}\n`)]);
-        const c = new TestClient(`${n.ip}:50000`, insecureTls());
-        try {
-          await c.unary(
-            MachineService,
-            "ApplyConfiguration",
-            m.ApplyConfigurationRequestSchema,
-            m.ApplyConfigurationResponseSchema,
-            { data: new TextEncoder().encode(cfg), mode: Mode.AUTO },
-            { deadlineMs: MIN },
-          );
-        } finally {
-          c.close();
-        }
-      }),
-    );
-    progress("configs applied");
-    // Each node is up with its config once its own API answers with the cluster's credentials.
-    for (const n of nodes) await until(`${n.name}'s API with the cluster's credentials`, 2 * MIN, () => admin(n).unary(MachineService, "Version", EmptySchema, m.VersionResponseSchema, {}, { deadlineMs: 10_000 }));
-    progress("the cluster's credentials accepted");
+    applyConfig = async (n) => {
+      const cfg = applyPatches(cfgs.controlplane, [parsePatch(mirrorsPatch(lab.gateway)), parsePatch(`machine:\n  network:\n    hostname: ${n.name}\n`)]);
+      const c = new TestClient(`${n.ip}:50000`, insecureTls());
+      try {
+        await c.unary(
+          MachineService,
+          "ApplyConfiguration",
+          m.ApplyConfigurationRequestSchema,
+          m.ApplyConfigurationResponseSchema,
+          { data: new TextEncoder().encode(cfg), mode: Mode.AUTO },
+          { deadlineMs: MIN },
+        );
+      } finally {
+        c.close();
+      }
+      // Up with its config once its own API answers with the cluster's credentials.
+      await until(`${n.name}'s API with the cluster's credentials`, 2 * MIN, () => admin(n).unary(MachineService, "Version", EmptySchema, m.VersionResponseSchema, {}, { deadlineMs: 10_000 }));
+    };
+    const client = await issueEtcdClientCert(cfgs.secrets.certs.etcd, "etcd-join-e2e");
+    etcdTls = { ca: cfgs.secrets.certs.etcd.crt, cert: client.crt, key: tlsKeyPem(client.key) };
+    await Promise.all(nodes.map((n) => applyConfig(n)));
+    progress("configs applied, the cluster's credentials accepted");
   }, 5 * MIN);
 
   afterAll(async () => {
@@ -151,10 +179,61 @@ describe.skipIf(!!skip)("etcd join across three sandboxed control planes", () =>
     expect(err).toEqual({ code: status.ALREADY_EXISTS, details: "etcd data directory is not empty" });
   });
 
-  it("a control plane that leaves is removed; two members remain", async () => {
+  it("a graceful reset of a control plane leaves etcd first; two members remain and keep quorum", async () => {
+    const [cp1, cp2, cp3] = nodes;
+    const before = (await memberList(cp1)).find((x) => x.hostname === "cp3")?.id;
+    expect(before).toBeDefined();
+    await admin(cp3).unary(MachineService, "Reset", m.ResetRequestSchema, m.ResetResponseSchema, { graceful: true, reboot: true }, { deadlineMs: MIN });
+    progress("cp3 reset requested");
+    try {
+      await until("cp3 gone from the members", 2 * MIN, async () => expect(await members(cp1)).toEqual(["cp1", "cp2"]));
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${await diagnostics()}`);
+    }
+    progress("two members after the reset");
+    expect(await members(cp2)).toEqual(["cp1", "cp2"]);
+    await quorumThrough([cp1, cp2], "after-reset");
+    // The reset node is back in maintenance (its config wiped) with nothing of its etcd member left.
+    await until("cp3 in maintenance", 2 * MIN, async () => {
+      const c = new TestClient(`${cp3.ip}:50000`, insecureTls());
+      try {
+        await c.unary(MachineService, "Version", EmptySchema, m.VersionResponseSchema, {}, { deadlineMs: 10_000 });
+      } finally {
+        c.close();
+      }
+    });
+    expect(dataDirEntries(cp3)).toEqual([]);
+    cp3Before = before;
+  }, 5 * MIN);
+
+  it("the reset control plane, configured again, joins as a new member", async () => {
     const [cp1, , cp3] = nodes;
-    await admin(cp3).unary(MachineService, "EtcdLeaveCluster", m.EtcdLeaveClusterRequestSchema, m.EtcdLeaveClusterResponseSchema, {}, { deadlineMs: 2 * MIN });
-    expect(await members(cp1)).toEqual(["cp1", "cp2"]);
-    expect((await etcdEvents(cp3)).state).toBe("Finished");
+    await applyConfig(cp3);
+    try {
+      await until("cp3 a voting member again", 4 * MIN, async () => expect(await members(cp1)).toEqual(["cp1", "cp2", "cp3"]));
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${await diagnostics()}`);
+    }
+    progress("cp3 joined again");
+    const again = (await memberList(cp1)).find((x) => x.hostname === "cp3")?.id;
+    expect(again).toBeDefined();
+    expect(again).not.toBe(cp3Before);
+  }, 6 * MIN);
+
+  it("a control plane that leaves is removed; two members remain; an unknown member id is NotFound", async () => {
+    const [cp1, cp2, cp3] = nodes;
+    await admin(cp2).unary(MachineService, "EtcdLeaveCluster", m.EtcdLeaveClusterRequestSchema, m.EtcdLeaveClusterResponseSchema, {}, { deadlineMs: 2 * MIN });
+    expect(await members(cp1)).toEqual(["cp1", "cp3"]);
+    expect(await members(cp3)).toEqual(["cp1", "cp3"]);
+    expect((await etcdEvents(cp2)).state).toBe("Finished");
+    expect(dataDirEntries(cp2)).toEqual([]);
+    await quorumThrough([cp1, cp3], "after-leave");
+    const err = await admin(cp1)
+      .unary(MachineService, "EtcdRemoveMemberByID", m.EtcdRemoveMemberByIDRequestSchema, m.EtcdRemoveMemberByIDResponseSchema, { memberId: 0x1234n })
+      .then(
+        () => null,
+        (e: { code: number; details: string }) => ({ code: e.code, details: e.details }),
+      );
+    expect(err).toEqual({ code: status.NOT_FOUND, details: "failed to remove member 4660: etcdserver: member not found" });
   }, 3 * MIN);
 });
