@@ -6,7 +6,9 @@
  * needed), join as learners and get promoted; `etcd members` lists three voters; a second Bootstrap is refused with
  * upstream's error. A graceful reset of the third leaves etcd first: two members remain and etcd keeps quorum (a
  * quorum read and a write through each remaining member, with a client certificate of the cluster's etcd CA); with
- * its config applied again it joins once more as a new member. Then the second leaves (`etcd leave`) and two remain.
+ * a config with another etcd CA it names the TLS failure and the endpoint while nothing is added to the cluster, and
+ * with the right config applied it joins once more as a new member. Then the second leaves (`etcd leave`) and two
+ * remain.
  *
  * Needs root, dist/ (npm run build) and the images in the loopback registry (make kube-images && make registry);
  * skips saying which is missing.
@@ -23,6 +25,7 @@ import * as m from "../../src/machinery/api/gen/machine/machine_pb.js";
 import { MachineService, ApplyConfigurationRequest_Mode as Mode } from "../../src/machinery/api/gen/machine/machine_pb.js";
 import { tlsKeyPem } from "../../src/machinery/pki/pem.js";
 import { issueEtcdClientCert } from "../../src/machinery/pki/issue.js";
+import { newECDSACA } from "../../src/machinery/pki/ca.js";
 import { EtcdClient } from "../../src/supervisor/etcd/client.js";
 import { TestClient, insecureTls, mtls } from "../helpers/client.js";
 import { mirrorsPatch, sandboxSkipReason, startLab, startSandbox, type Lab, type SandboxNode } from "../helpers/sandbox.js";
@@ -50,7 +53,7 @@ describe.skipIf(!!skip)("etcd join across three sandboxed control planes", () =>
   const nodes: SandboxNode[] = [];
   const clients: TestClient[] = [];
   let admin: (n: SandboxNode) => TestClient;
-  let applyConfig: (n: SandboxNode) => Promise<void>;
+  let applyConfig: (n: SandboxNode, opts?: { patches?: string[]; configured?: boolean }) => Promise<void>;
   let etcdTls: { ca: string; cert: string; key: string };
   /** cp3's member id before its reset. */
   let cp3Before: bigint | undefined;
@@ -113,9 +116,11 @@ describe.skipIf(!!skip)("etcd join across three sandboxed control planes", () =>
     };
     nodes.push(...(await Promise.all([2, 3, 4].map((n, i) => startSandbox(lab, `cp${i + 1}`, n)))));
     progress("three sandboxes up");
-    applyConfig = async (n) => {
-      const cfg = applyPatches(cfgs.controlplane, [parsePatch(mirrorsPatch(lab.gateway)), parsePatch(`machine:\n  network:\n    hostname: ${n.name}\n`)]);
-      const c = new TestClient(`${n.ip}:50000`, insecureTls());
+    applyConfig = async (n, opts = {}) => {
+      const patches = [mirrorsPatch(lab.gateway), `machine:\n  network:\n    hostname: ${n.name}\n`, ...(opts.patches ?? [])];
+      const cfg = applyPatches(cfgs.controlplane, patches.map((p) => parsePatch(p)));
+      // A node in maintenance takes its config without credentials; a configured one only with the cluster's.
+      const c = opts.configured ? admin(n) : new TestClient(`${n.ip}:50000`, insecureTls());
       try {
         await c.unary(
           MachineService,
@@ -126,7 +131,7 @@ describe.skipIf(!!skip)("etcd join across three sandboxed control planes", () =>
           { deadlineMs: MIN },
         );
       } finally {
-        c.close();
+        if (!opts.configured) c.close();
       }
       // Up with its config once its own API answers with the cluster's credentials.
       await until(`${n.name}'s API with the cluster's credentials`, 2 * MIN, () => admin(n).unary(MachineService, "Version", EmptySchema, m.VersionResponseSchema, {}, { deadlineMs: 10_000 }));
@@ -206,19 +211,38 @@ describe.skipIf(!!skip)("etcd join across three sandboxed control planes", () =>
     cp3Before = before;
   }, 5 * MIN);
 
-  it("the reset control plane, configured again, joins as a new member", async () => {
+  it("the reset control plane, configured with another etcd CA, says so and adds nothing; with the right one it joins as a new member", async () => {
     const [cp1, , cp3] = nodes;
-    await applyConfig(cp3);
+    const other = await newECDSACA("etcd");
+    const b64 = (x: string) => Buffer.from(x).toString("base64");
+    await applyConfig(cp3, { patches: [`cluster:\n  etcd:\n    ca:\n      crt: ${b64(other.crt)}\n      key: ${b64(other.key)}\n`] });
+    progress("cp3 configured with another etcd CA");
+    const tlsError = /^etcd join attempt failed: error getting etcd member list: .*etcd is not reachable at https:\/\/10\.214\.61\.[234]:2379: TLS: .*etcd CA/;
+    try {
+      const said = await until("cp3 naming the etcd CA it cannot join with", 2 * MIN, async () => {
+        const hit = (await etcdEvents(cp3)).events.find((x) => tlsError.test(x));
+        expect(hit).toBeDefined();
+        return hit;
+      });
+      progress(`cp3 says: ${said}`);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${await diagnostics()}`);
+    }
+    // Nothing half-joined: no learner was added for it.
+    expect(await members(cp1)).toEqual(["cp1", "cp2"]);
+    progress("cp3 refused by TLS, nothing added");
+    await applyConfig(cp3, { configured: true });
     try {
       await until("cp3 a voting member again", 4 * MIN, async () => expect(await members(cp1)).toEqual(["cp1", "cp2", "cp3"]));
     } catch (err) {
       throw new Error(`${(err as Error).message}\n${await diagnostics()}`);
     }
-    progress("cp3 joined again");
+    progress("cp3 joined again with the cluster's etcd CA");
     const again = (await memberList(cp1)).find((x) => x.hostname === "cp3")?.id;
     expect(again).toBeDefined();
     expect(again).not.toBe(cp3Before);
-  }, 6 * MIN);
+    await quorumThrough([cp3], "after-rejoin");
+  }, 7 * MIN);
 
   it("a control plane that leaves is removed; two members remain; an unknown member id is NotFound", async () => {
     const [cp1, cp2, cp3] = nodes;
