@@ -155,7 +155,10 @@ describe.skipIf(!!skip)("etcd join", () => {
     const after = (await members()).find((m) => m.hostname === "n3")!;
     expect(after.id).not.toBe(before.id);
     expect(await summary()).toEqual(["n1", "n2", "n3"]);
-    expect(n3.sup.logs.get("etcd").tail().toString()).toContain(`removing the stale etcd member "n3" ${before.id.toString(16).padStart(16, "0")}`);
+    const said = `removing the stale etcd member "n3" ${before.id.toString(16).padStart(16, "0")}`;
+    expect(n3.sup.logs.get("etcd").tail().toString()).toContain(said);
+    // Also among the service's events, where `talosctl services etcd` shows it.
+    expect(eventMsgs(n3.sup, "etcd").some((x) => x.startsWith(said))).toBe(true);
   });
 
   it("refuses a node with the wrong etcd CA, naming the TLS error and the endpoint, adds nothing, and joins after the fix", async () => {

@@ -52,6 +52,8 @@ export interface JoinEnv {
   client: (endpoints: string[]) => EtcdClient;
   /** Progress lines (the etcd service log). */
   log: (line: string) => void;
+  /** What the operator should see among the service's events too (a stale member of this node's name replaced). */
+  notice?: (msg: string) => void;
 }
 
 export interface JoinPlan {
@@ -100,7 +102,9 @@ export async function addMember(env: JoinEnv, signal: AbortSignal): Promise<Join
     for (const m of members) {
       const stale = m.hostname === env.name || (m.hostname === "" && m.peerUrls.some((u) => own.has(u)));
       if (!stale) continue;
-      env.log(`removing the stale etcd member ${describe(m)} that has this node's name`);
+      const what = `removing the stale etcd member ${describe(m)} that has this node's name`;
+      env.log(what);
+      env.notice?.(what);
       try {
         await client.memberRemove(m.id, opts);
       } catch (e) {

@@ -246,6 +246,7 @@ export class EtcdService implements Service {
       endpoints,
       client: (list) => this.newClient(list),
       log: (line) => ctx.log.write(`${line}\n`),
+      notice: (msg) => ctx.event(ServiceState.Waiting, msg),
     };
   }
 
