@@ -9,8 +9,8 @@
  * or `bootstrap()` is called, which starts a new single-member cluster instead (optionally restored from a
  * snapshot). A non-empty data directory starts directly, e.g. after the agent restarts.
  */
-import { existsSync, mkdirSync, readdirSync, rmdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { hostFiles, isNotFound, type Files } from "../../host/files/index.js";
 import { ApiError, Code } from "../../machinery/errors.js";
 import { runTool } from "../exec.js";
 import { EtcdClient, type EtcdAlarmInfo, type EtcdMemberInfo, type EtcdMemberStatusInfo } from "../etcd/client.js";
@@ -87,6 +87,8 @@ export interface EtcdServiceOptions {
   health?: Partial<HealthSettings>;
   restart?: Partial<RestartSettings>;
   gracefulStopMs?: number;
+  /** The data, PEM and snapshot folders (the host's filesystem unless a test says otherwise). */
+  files?: Files;
 }
 
 export interface BootstrapRequest {
@@ -125,12 +127,16 @@ export class EtcdService implements Service {
   /** Set by a successful join: the membership etcd starts with, and the learner to promote. */
   private joinPlan: JoinPlan | null = null;
   private readonly joinSettings: JoinSettings;
+  private readonly files: Files;
+  /** Whether the data directory was empty when etcd last started (what its membership flags depend on). */
+  private startsEmpty = true;
 
   constructor(private readonly o: EtcdServiceOptions) {
     this.dataDir = o.dataDir ?? join(o.stateDir, "etcd");
     this.pkiDir = o.pkiDir ?? join(o.stateDir, "etcd-pki");
     this.recoverySnapshotPath = o.recoverySnapshotPath ?? join(o.stateDir, "etcd.snapshot");
     this.joinSettings = { ...defaultJoinSettings, ...o.join };
+    this.files = o.files ?? hostFiles;
   }
 
   get clientPort(): number {
@@ -165,11 +171,13 @@ export class EtcdService implements Service {
     return typeof this.o.pki === "function" ? this.o.pki() : this.o.pki;
   }
 
-  dataDirEmpty(): boolean {
+  /** A missing data directory counts as empty; any other error reading it is not taken as empty. */
+  async dataDirEmpty(): Promise<boolean> {
     try {
-      return readdirSync(this.dataDir).length === 0;
-    } catch {
-      return true;
+      return (await this.files.readdir(this.dataDir)).length === 0;
+    } catch (e) {
+      if (isNotFound(e)) return true;
+      throw new Error(`reading the etcd data directory ${this.dataDir}: ${(e as Error).message}`);
     }
   }
 
@@ -192,14 +200,15 @@ export class EtcdService implements Service {
       await ensureImage(c.ctr, c.namespace, c.image(), c.source, ctx.signal);
     }
     if (!this.pki()) throw new Error("etcd is not configured: no PKI");
-    mkdirSync(this.dataDir, { recursive: true, mode: 0o700 });
+    await this.files.mkdir(this.dataDir, { recursive: true, mode: 0o700 });
     this.joinPlan = null;
-    if (this.dataDirEmpty() && !this.bootstrapRequested) await this.waitToJoin(ctx);
+    if ((await this.dataDirEmpty()) && !this.bootstrapRequested) await this.waitToJoin(ctx);
     // Written once the membership is settled: a PKI fixed while waiting (a wrong etcd CA) is the one etcd gets.
     const pki = this.pki();
     if (!pki) throw new Error("etcd is not configured: no PKI");
-    this.writePki(pki);
-    if (this.recoverFrom && this.dataDirEmpty()) await this.restore(ctx);
+    await this.writePki(pki);
+    if (this.recoverFrom && (await this.dataDirEmpty())) await this.restore(ctx);
+    this.startsEmpty = await this.dataDirEmpty();
   }
 
   /**
@@ -344,7 +353,7 @@ export class EtcdService implements Service {
       ...(this.o.container ? {} : { logger: "zap" }),
     };
     // Cluster membership flags only matter for an empty data directory: a new cluster, or the one joined.
-    if (this.dataDirEmpty()) {
+    if (this.startsEmpty) {
       const plan = this.joinPlan;
       a["initial-cluster"] = plan ? plan.initialCluster : this.peerUrls().map((u) => `${spec.name}=${u}`).join(",");
       a["initial-cluster-state"] = plan ? "existing" : "new";
@@ -362,9 +371,9 @@ export class EtcdService implements Service {
     if (!req.machineType || req.machineType === "unknown") throw new ApiError(Code.Unimplemented, "machine type is not set, cannot use bootstrap API");
     if (req.machineType === "worker") throw new ApiError(Code.Unimplemented, "bootstrap is only available on control plane nodes");
     if (!this.pki()) throw new ApiError(Code.InvalidArgument, "etcd is not configured, bootstrap is not possible");
-    if (!this.dataDirEmpty()) throw new ApiError(Code.AlreadyExists, "etcd data directory is not empty");
+    if (!(await this.dataDirEmpty())) throw new ApiError(Code.AlreadyExists, "etcd data directory is not empty");
     const snapshot = req.recoverFrom ?? (req.recover ? this.recoverySnapshotPath : null);
-    if (snapshot && !existsSync(snapshot)) throw new ApiError(Code.FailedPrecondition, `etcd recovery snapshot ${snapshot} not found`);
+    if (snapshot && !(await this.files.exists(snapshot))) throw new ApiError(Code.FailedPrecondition, `etcd recovery snapshot ${snapshot} not found`);
     this.recoverFrom = snapshot;
     this.skipHashCheck = req.skipHashCheck ?? false;
     this.bootstrapRequested = true;
@@ -434,7 +443,7 @@ export class EtcdService implements Service {
   async leaveCluster(sup: Supervisor): Promise<void> {
     const c = this.clusterClient();
     try {
-      await leaveCluster(c, () => this.client().status(), () => sup.stop(this.id), this.dataDir);
+      await leaveCluster(c, () => this.client().status(), () => sup.stop(this.id), this.dataDir, undefined, this.files);
     } finally {
       c.close();
     }
@@ -448,7 +457,7 @@ export class EtcdService implements Service {
    * or failed) leaves; one that never joined has nothing to remove.
    */
   async leaveForReset(sup: Supervisor): Promise<void> {
-    if (!existsSync(join(this.dataDir, "member"))) return;
+    if (!(await this.files.exists(join(this.dataDir, "member")))) return;
     const state = sup.info(this.id)?.state;
     if (state !== "Running" && state !== "Stopping" && state !== "Failed") return;
     await this.leaveCluster(sup);
@@ -459,8 +468,8 @@ export class EtcdService implements Service {
     return this.client().snapshot(signal);
   }
 
-  private writePki(pki: EtcdPki): void {
-    mkdirSync(this.pkiDir, { recursive: true, mode: 0o700 });
+  private async writePki(pki: EtcdPki): Promise<void> {
+    await this.files.mkdir(this.pkiDir, { recursive: true, mode: 0o700 });
     const files: Record<string, string> = {
       "ca.crt": pki.ca,
       "server.crt": pki.serverCert,
@@ -468,7 +477,7 @@ export class EtcdService implements Service {
       "peer.crt": pki.peerCert,
       "peer.key": pki.peerKey,
     };
-    for (const [f, pem] of Object.entries(files)) writeFileSync(join(this.pkiDir, f), pem, { mode: 0o600 });
+    for (const [f, pem] of Object.entries(files)) await this.files.writeFile(join(this.pkiDir, f), pem, { mode: 0o600 });
     // A new PKI needs a new client (new agent keys).
     this.cachedClient?.close();
     this.cachedClient = null;
@@ -478,8 +487,8 @@ export class EtcdService implements Service {
     const snap = this.recoverFrom as string;
     const name = this.runSpec().name;
     ctx.event(ServiceState.Preparing, `Recovering etcd from snapshot ${snap}`);
-    // etcdctl refuses an existing data directory, even an empty one.
-    rmdirSync(this.dataDir);
+    // etcdctl refuses an existing data directory, even an empty one (it is empty here: checked in pre()).
+    await this.files.rm(this.dataDir, { recursive: true, force: true });
     const args = [
       this.o.etcdctl ?? "etcdctl",
       "snapshot",
@@ -494,13 +503,13 @@ export class EtcdService implements Service {
     try {
       await runTool(args, { env: { ETCDCTL_API: "3" }, signal: ctx.signal, timeoutMs: 300_000 });
     } catch (e) {
-      mkdirSync(this.dataDir, { recursive: true, mode: 0o700 });
+      await this.files.mkdir(this.dataDir, { recursive: true, mode: 0o700 });
       throw new Error(`error recovering from the snapshot: ${(e as Error).message}`);
     } finally {
       this.recoverFrom = null;
     }
     // Upstream deletes the uploaded snapshot once restored.
-    if (snap === this.recoverySnapshotPath) unlinkSync(snap);
+    if (snap === this.recoverySnapshotPath) await this.files.rm(snap, { force: true });
   }
 }
 
