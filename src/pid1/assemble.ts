@@ -137,7 +137,7 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
     stateDir: o.stateDir,
     ctr: () => (services.supervisor.info("containerd")?.state === "Running" ? services.containerd?.ctr : undefined),
     leaveEtcd: async () => {
-      if (services.supervisor.info("etcd")?.state === "Running") await services.etcd?.leaveCluster(services.supervisor);
+      await services.etcd?.leaveForReset(services.supervisor);
     },
     ...o.install,
   });

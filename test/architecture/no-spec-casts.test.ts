@@ -21,7 +21,6 @@ const HELPERS = new Set(["src/machinery/resources/read.ts", "src/state/runtime/c
 const PENDING: Record<string, number> = {
   "src/controllers/cluster/local-affiliate.ts": 4,
   "src/controllers/cluster/member.ts": 3,
-  "src/controllers/etcd/member.ts": 1,
   "src/controllers/k8s/kubelet-spec.ts": 3,
 };
 

@@ -64,8 +64,13 @@ export async function startLab(name: string, prefix: string): Promise<Lab> {
     spawnSync("ip", ["link", "del", bridge]);
     throw err;
   }
+  // Connections of nodes that are gone (their namespace deleted, no FIN ever comes) would keep close() waiting.
+  const open = new Set<net.Socket>();
   const forwarder = net.createServer((inbound) => {
     const out = net.connect(5000, "127.0.0.1");
+    open.add(inbound).add(out);
+    inbound.once("close", () => open.delete(inbound));
+    out.once("close", () => open.delete(out));
     inbound.pipe(out).pipe(inbound);
     const close = () => {
       inbound.destroy();
@@ -80,7 +85,9 @@ export async function startLab(name: string, prefix: string): Promise<Lab> {
     gateway,
     address: (n) => `${prefix}.${n}/24`,
     async stop() {
-      await new Promise<void>((res) => forwarder.close(() => res()));
+      const closed = new Promise<void>((res) => forwarder.close(() => res()));
+      for (const sock of open) sock.destroy();
+      await closed;
       spawnSync("ip", ["link", "del", bridge]);
     },
   };

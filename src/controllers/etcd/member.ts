@@ -4,7 +4,8 @@
  * client belongs to the supervisor (EtcdClient); it is formatted like Talos (16 hex digits).
  */
 import { ETCD_NS, EtcdMemberType } from "../../machinery/resources/types/etcd.js";
-import { RUNTIME_NS, ServiceType, type ServiceSpec } from "../../machinery/resources/types/runtime.js";
+import { read } from "../../machinery/resources/read.js";
+import { RUNTIME_NS, ServiceType } from "../../machinery/resources/types/runtime.js";
 import type { Controller } from "../../state/runtime/index.js";
 
 export interface EtcdMemberOptions {
@@ -24,8 +25,8 @@ export function etcdMemberController(opts: EtcdMemberOptions): Controller {
     inputs: [{ namespace: RUNTIME_NS, type: ServiceType.type, id: "etcd", kind: "weak" }],
     outputs: [{ type: EtcdMemberType.type, kind: "exclusive" }],
     async reconcile(ctx) {
-      const svc = ctx.get({ namespace: RUNTIME_NS, type: ServiceType.type, id: "etcd" });
-      const spec = svc?.spec as ServiceSpec | undefined;
+      const svc = read(ctx, ServiceType, "etcd");
+      const spec = svc?.spec;
       if (!svc || svc.metadata.phase !== "running" || !spec?.healthy) {
         ctx.destroy(ptr);
         return;

@@ -2,8 +2,12 @@
  * etcd.ServiceController: runs the etcd service on a node with an EtcdSpec (control planes) and its certificates.
  * As upstream, the service reads the spec and certificates each time it starts, and a change of the spec (say, a
  * new hostname) does not restart a running etcd: membership is fixed once it has joined. No spec → no etcd.
+ * A node with an empty data directory joins through the control planes (every merged control-plane Endpoints
+ * address on etcd's client port, read at each attempt), as upstream's etcd.NewClientFromControlPlaneIPs.
  */
-import { pointer, readSpec } from "../../machinery/resources/read.js";
+import { joinHostPort, mergedEndpoints } from "../../machinery/kubernetes/endpoint-list.js";
+import { pointer, readAll, readSpec } from "../../machinery/resources/read.js";
+import { CONTROLPLANE_NS, EndpointType } from "../../machinery/resources/types/k8s-status.js";
 import { ETCD_ID, EtcdSpecType } from "../../machinery/resources/types/etcd.js";
 import { EtcdCertsType, EtcdRootType, SECRET_IDS } from "../../machinery/resources/types/secrets.js";
 import type { ResourceReader } from "../../machinery/resources/read.js";
@@ -15,9 +19,9 @@ import type { Controller } from "../../state/runtime/index.js";
 export interface EtcdServiceControllerOptions {
   services: ServiceHost;
   /** The store the running service reads its spec and certificates from at each start. */
-  state: Pick<ResourceReader, "get">;
+  state: Pick<ResourceReader, "get" | "list">;
   /** Where the data and PEM files live, and test-only placement (ports, timings). */
-  service: Omit<EtcdServiceOptions, "spec" | "pki">;
+  service: Omit<EtcdServiceOptions, "spec" | "pki" | "controlPlaneEndpoints">;
 }
 
 export function etcdServiceController(o: EtcdServiceControllerOptions): Controller {
@@ -37,6 +41,7 @@ export function etcdServiceController(o: EtcdServiceControllerOptions): Controll
         ...o.service,
         spec: () => readSpec(o.state, EtcdSpecType, ETCD_ID),
         pki: () => etcdPki(o.state),
+        controlPlaneEndpoints: () => controlPlaneEtcdEndpoints(o.state, o.service.clientPort ?? 2379),
       });
       await o.services.ensure(service, "etcd");
     },
@@ -57,4 +62,9 @@ export function etcdPki(state: Pick<ResourceReader, "get">): EtcdPki | undefined
     clientCert: certs.etcdAdmin.crt,
     clientKey: tlsKeyPem(certs.etcdAdmin.key),
   };
+}
+
+/** The control planes' etcd client endpoints: the merged `controlplane` Endpoints on `port` (upstream etcd.GetEndpoints). */
+export function controlPlaneEtcdEndpoints(state: Pick<ResourceReader, "list">, port: number): string[] {
+  return mergedEndpoints(readAll(state, EndpointType, CONTROLPLANE_NS).map((r) => r.spec)).map((h) => joinHostPort(h, port));
 }

@@ -12,10 +12,12 @@
  * A bad manifest (unknown kind, rejected by the API) is collected and the rest still applied; the reconcile then
  * fails naming each one and retries. A connection failure stops the run (after saving the inventory) and retries.
  *
- * Several control planes: upstream serialises them with the etcd mutex `talos:v1:manifestApplyMutex`. machined's
- * etcd client has no lease/lock yet, so that mutex arrives with multi-node; until then concurrent runs stay safe
- * because each step is idempotent (an apply of an object that appeared meanwhile changes nothing: same manager,
- * same fields) and the inventory is written with its resourceVersion, re-read and merged on a conflict.
+ * Several control planes: each run holds the etcd mutex `talos:v1:manifestApplyMutex` in the local etcd, as
+ * upstream (src/supervisor/etcd/lock.ts: the same keys as Go's concurrency.Mutex, so mixed clusters queue on one
+ * lock), with this node's etcd admin certificate. Without etcd certificates on this node there is no etcd of ours to
+ * lock in, and the run goes unlocked; that stays safe because each step is idempotent (an apply of an object that
+ * appeared meanwhile changes nothing: same manager, same fields) and the inventory is written with its
+ * resourceVersion, re-read and merged on a conflict.
  */
 import { kubeApi, KubeApiError, type KubeWriter, type KubeWriterFactory } from "../../host/kube/api.js";
 import type { KubeObject } from "../../machinery/kubernetes/objects.js";
@@ -36,16 +38,24 @@ import { CONTROLPLANE_NS, MANIFEST_STATUS_ID, ManifestStatusType, ManifestType, 
 import { RUNTIME_NS, ServiceType } from "../../machinery/resources/types/runtime.js";
 import { KubernetesCertsType, SECRET_IDS } from "../../machinery/resources/types/secrets.js";
 import type { Controller } from "../../state/runtime/index.js";
+import { EtcdClient } from "../../supervisor/etcd/client.js";
+import { withLock } from "../../supervisor/etcd/lock.js";
+import { EtcdCertsType, EtcdRootType } from "../../machinery/resources/types/secrets.js";
+import { etcdPki } from "../etcd/service.js";
 
 export const INVENTORY_NAMESPACE = "kube-system";
 export const INVENTORY_NAME = "talos-bootstrap-manifests-inventory";
 /** go-kubernetes ssa.InventoryAnnotationKey. */
 export const INVENTORY_ANNOTATION = "config.k8s.io/owning-inventory";
 export const FIELD_MANAGER = "talos";
+/** upstream constants.EtcdTalosManifestApplyMutex. */
+export const MANIFEST_APPLY_MUTEX = "talos:v1:manifestApplyMutex";
 
 export interface ManifestApplyOptions {
   /** Builds the API client from the admin kubeconfig (tests pass an in-memory fake). */
   connect?: KubeWriterFactory;
+  /** The local etcd the mutex lives in (default upstream's https://127.0.0.1:2379; tests use other ports). */
+  etcdEndpoint?: string;
 }
 
 export function manifestApplyController(opts: ManifestApplyOptions = {}): Controller {
@@ -56,6 +66,8 @@ export function manifestApplyController(opts: ManifestApplyOptions = {}): Contro
       { ...pointer(KubernetesCertsType, SECRET_IDS.k8sCerts), kind: "weak" },
       { namespace: CONTROLPLANE_NS, type: ManifestType.type, kind: "weak" },
       { namespace: RUNTIME_NS, type: ServiceType.type, id: "etcd", kind: "weak" },
+      { ...pointer(EtcdRootType, SECRET_IDS.etcd), kind: "weak" },
+      { ...pointer(EtcdCertsType, SECRET_IDS.etcd), kind: "weak" },
     ],
     outputs: [{ type: ManifestStatusType.type, kind: "exclusive" }],
     async reconcile(ctx) {
@@ -65,12 +77,24 @@ export function manifestApplyController(opts: ManifestApplyOptions = {}): Contro
       if (readSpec(ctx, ServiceType, "etcd", RUNTIME_NS)?.healthy !== true) return;
       const manifests = readAll(ctx, ManifestType, CONTROLPLANE_NS).sort((a, b) => (a.metadata.id < b.metadata.id ? -1 : a.metadata.id > b.metadata.id ? 1 : 0));
       if (manifests.length > 0) {
-        const client = connect(certs.localhostAdminKubeconfig);
-        try {
-          const res = await applyManifests(client, manifests, { signal: ctx.signal, log: (msg) => ctx.log(msg) });
-          if (res.created.length > 0) ctx.log("bootstrap manifests applied", { created: res.created.length });
-        } finally {
-          await client.close();
+        const run = async (signal: AbortSignal) => {
+          const client = connect(certs.localhostAdminKubeconfig);
+          try {
+            const res = await applyManifests(client, manifests, { signal, log: (msg) => ctx.log(msg) });
+            if (res.created.length > 0) ctx.log("bootstrap manifests applied", { created: res.created.length });
+          } finally {
+            await client.close();
+          }
+        };
+        const pki = etcdPki(ctx);
+        if (!pki) await run(ctx.signal);
+        else {
+          const etcd = new EtcdClient(opts.etcdEndpoint ?? "https://127.0.0.1:2379", { ca: pki.ca, cert: pki.clientCert, key: pki.clientKey });
+          try {
+            await withLock(etcd, MANIFEST_APPLY_MUTEX, run, { signal: ctx.signal, log: (msg) => ctx.log(msg) });
+          } finally {
+            etcd.close();
+          }
         }
       }
       ctx.apply({ ...pointer(ManifestStatusType, MANIFEST_STATUS_ID), spec: { manifestsApplied: manifests.map((m) => m.metadata.id) } });

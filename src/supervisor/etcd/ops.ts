@@ -46,7 +46,7 @@ export async function forfeitLeadership(c: EtcdClient): Promise<string> {
 
 export async function removeMemberById(c: EtcdClient, id: bigint): Promise<void> {
   try {
-    await c.memberRemove(id);
+    await c.memberRemove(id, { requireLeader: true });
   } catch (e) {
     const msg = `failed to remove member ${id}: ${(e as Error).message}`;
     if (e instanceof ApiError && e.code === Code.NotFound) throw new ApiError(Code.NotFound, msg);
@@ -55,16 +55,29 @@ export async function removeMemberById(c: EtcdClient, id: bigint): Promise<void>
 }
 
 /**
- * Remove the local member from the cluster (retrying while etcd reports itself unhealthy or stopping),
- * then let the caller stop the service, then clear the data directory's contents: the data is useless
- * once the member is gone, and the directory itself may be a mount point.
+ * Remove the local member from the cluster (retrying while etcd reports itself unhealthy or stopping; a member
+ * already gone counts as removed), then let the caller stop the service, then clear the data directory's
+ * contents: the data is useless once the member is gone, and the directory itself may be a mount point.
+ * `cluster` should reach the other members: a member removing itself through itself may stop before it answers.
  */
-export async function leaveCluster(c: EtcdClient, stopService: () => Promise<void>, dataDir: string, retryForMs = 60_000, files: Files = hostFiles): Promise<void> {
-  const self = (await c.status()).memberId;
+export async function leaveCluster(
+  cluster: EtcdClient,
+  localMemberId: () => Promise<{ memberId: bigint }>,
+  stopService: () => Promise<void>,
+  dataDir: string,
+  retryForMs = 5 * 60_000,
+  files: Files = hostFiles,
+): Promise<void> {
+  let self: bigint;
+  try {
+    self = (await localMemberId()).memberId;
+  } catch (e) {
+    throw wrap("failed to get local etcd member ID", e);
+  }
   const end = Date.now() + retryForMs;
   for (;;) {
     try {
-      await c.memberRemove(self);
+      await cluster.memberRemove(self, { requireLeader: true });
       break;
     } catch (e) {
       if (e instanceof ApiError && e.code === Code.NotFound) break;
