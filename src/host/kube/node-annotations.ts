@@ -5,7 +5,7 @@
  * times. Upstream sends a strategic merge patch of the same change; a guarded update gives the same result
  * through the KubernetesClient interface (src/host/kubernetes.ts), which has an in-memory fake for tests.
  */
-import { KubernetesApiError, kubernetesClient, type KubeObject, type KubernetesClient } from "../kubernetes.js";
+import { KubernetesApiError, kubernetesClient, type KubernetesClient } from "../kubernetes.js";
 
 export type AnnotateResult = "updated" | "unchanged" | "missing";
 
@@ -20,7 +20,7 @@ export type NodeAnnotatorFactory = (kubeconfig: string) => NodeAnnotator;
 const CONFLICT_RETRIES = 5;
 
 /** Applies `want` to a Node's annotations; undefined when nothing would change. */
-export function withAnnotations(node: KubeObject, want: Record<string, string>): KubeObject | undefined {
+export function withAnnotations<T extends { metadata?: { annotations?: Record<string, string> } }>(node: T, want: Record<string, string>): T | undefined {
   const current = node.metadata?.annotations ?? {};
   const next: Record<string, string> = { ...current };
   for (const [k, v] of Object.entries(want)) {
