@@ -5,7 +5,21 @@
  * times. Upstream sends a strategic merge patch of the same change; a guarded update gives the same result
  * through the KubernetesClient interface (src/host/kubernetes.ts), which has an in-memory fake for tests.
  */
-import { KubernetesApiError, kubernetesClient, type KubernetesClient } from "../kubernetes.js";
+import { kubernetesClient } from "../kubernetes.js";
+
+/**
+ * What the annotator needs of a Kubernetes client: get and guarded update of one object. Kept structural so any
+ * client with these methods (KubernetesClient today) fits, and errors are recognized by their HTTP `status`.
+ */
+export interface NodeObjectClient {
+  get(key: { apiVersion: string; kind: string; name: string }, signal?: AbortSignal): Promise<NodeLike | undefined>;
+  update(obj: NodeLike, signal?: AbortSignal): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+type NodeLike = { apiVersion: string; kind: string; metadata?: { annotations?: Record<string, string>; [k: string]: unknown }; [k: string]: unknown };
+
+const httpStatus = (e: unknown) => (e as { status?: unknown } | null)?.status;
 
 export type AnnotateResult = "updated" | "unchanged" | "missing";
 
@@ -32,7 +46,7 @@ export function withAnnotations<T extends { metadata?: { annotations?: Record<st
   return { ...node, metadata: { ...node.metadata, annotations: next } };
 }
 
-export function nodeAnnotatorFromClient(client: KubernetesClient): NodeAnnotator {
+export function nodeAnnotatorFromClient(client: NodeObjectClient): NodeAnnotator {
   return {
     async annotate(name, annotations, signal) {
       for (let attempt = 1; ; attempt++) {
@@ -44,10 +58,10 @@ export function nodeAnnotatorFromClient(client: KubernetesClient): NodeAnnotator
           await client.update(next, signal);
           return "updated";
         } catch (e) {
-          if (e instanceof KubernetesApiError && e.status === 404) return "missing";
-          if (e instanceof KubernetesApiError && e.status === 409 && attempt < CONFLICT_RETRIES) continue;
-          if (e instanceof KubernetesApiError && e.status === 409) {
-            throw new Error(`unable to update node ${JSON.stringify(name)} due to conflict: ${e.message}`);
+          if (httpStatus(e) === 404) return "missing";
+          if (httpStatus(e) === 409 && attempt < CONFLICT_RETRIES) continue;
+          if (httpStatus(e) === 409) {
+            throw new Error(`unable to update node ${JSON.stringify(name)} due to conflict: ${(e as Error).message}`);
           }
           throw new Error(`error updating node ${JSON.stringify(name)}: ${(e as Error).message}`);
         }
