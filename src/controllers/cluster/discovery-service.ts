@@ -2,9 +2,9 @@
  * cluster.DiscoveryServiceController: the discovery service registry (discovery.talos.dev or another
  * DiscoveryServiceConfig endpoint). This build has no client for it: the machines it runs on have no internet,
  * and the service is an outside dependency no test here could reach. So while a service is configured it
- * reports no affiliates and says why once per configuration (in the controller log, `talosctl logs
- * controller-runtime`), instead of failing and retrying forever; members then come from the Kubernetes registry,
- * and nodes still join through the control-plane endpoint. DiscoveryConfig keeps showing the service as
+ * reports no affiliates and says why once per configuration (in machined's log, `talosctl logs machined`)
+ * instead of failing and retrying forever; members then come from the Kubernetes registry, and nodes still join
+ * through the control-plane endpoint. DiscoveryConfig keeps showing the service as
  * configured, because that is what the machine config says.
  */
 import { pointer, readSpec } from "../../machinery/resources/read.js";

@@ -17,7 +17,7 @@ export interface NodeObjectClient {
   close(): Promise<void>;
 }
 
-type NodeLike = { apiVersion: string; kind: string; metadata?: { annotations?: Record<string, string>; [k: string]: unknown }; [k: string]: unknown };
+type NodeLike = { apiVersion?: string; kind?: string; metadata?: { annotations?: Record<string, string>; [k: string]: unknown }; [k: string]: unknown };
 
 const httpStatus = (e: unknown) => (e as { status?: unknown } | null)?.status;
 
