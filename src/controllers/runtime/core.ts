@@ -11,7 +11,7 @@ import { disksController, type DisksOptions } from "../block/disks.js";
 import { mountController } from "../block/mounts.js";
 import { localFolderVolumes, volumeManagerController, type VolumeInfo } from "../block/volumes.js";
 import { infoController } from "../cluster/info.js";
-import { memberController } from "../cluster/member.js";
+import { discoveryControllers } from "../cluster/index.js";
 import { nodeIdentityController } from "../cluster/node-identity.js";
 import { etcdMemberController } from "../etcd/member.js";
 import { systemInfoController } from "../hardware/system-info.js";
@@ -60,7 +60,7 @@ export function coreControllers(opts: CoreControllerOptions): Controller[] {
   const list: Controller[] = [
     infoController(),
     nodeIdentityController({ stateDir: opts.stateDir }),
-    memberController({ fallbackAddresses: opts.fallbackAddresses }),
+    ...discoveryControllers({ fallbackAddresses: opts.fallbackAddresses }),
     nodenameController({ fallbackHostname: opts.fallbackHostname }),
     kubeletConfigController({ runsKubelet: opts.runsKubelet }),
     kubeletSpecController({ container: opts.container, host: opts.kubeletHost }),

@@ -1,6 +1,6 @@
 /**
  * The node-inventory controllers in one list for the wiring (core.ts): what the node is and has — kernel command
- * line, platform, software (SBOM), root secrets, discovery config and local affiliate, Ethernet link facts, block
+ * line, platform, software (SBOM), root secrets, Ethernet link facts, block
  * volumes (discovered, system disk, volume configs), etc file statuses, image cache and SideroLink config.
  * Hardware inventory (SMBIOS) is published by hardware.SystemInfoController, which core.ts already runs.
  * Types: registerInventoryTypes (machinery/resources/types/inventory.ts).
@@ -9,8 +9,6 @@ import type { Controller } from "../../state/runtime/index.js";
 import { discoveredVolumesController } from "../block/discovered-volumes.js";
 import { systemDiskController } from "../block/system-disk.js";
 import { volumeConfigController } from "../block/volume-config.js";
-import { discoveryConfigController } from "../cluster/discovery-config.js";
-import { localAffiliateController } from "../cluster/local-affiliate.js";
 import { imageCacheConfigController } from "../cri/image-cache-config.js";
 import { etcFileStatusController } from "../files/etc-file-status.js";
 import { ethernetStatusController } from "../network/ethernet-status.js";
@@ -31,8 +29,6 @@ export function inventoryControllers(opts: InventoryOptions = {}): Controller[] 
     kernelCmdlineController({ root: opts.hostRoot }),
     platformMetadataController(),
     sbomController(),
-    discoveryConfigController(),
-    localAffiliateController(),
     ethernetStatusController(),
     systemDiskController(),
     discoveredVolumesController(),

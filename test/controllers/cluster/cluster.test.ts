@@ -1,16 +1,13 @@
-/** cluster.InfoController, cluster.NodeIdentityController and cluster.MemberController with the real store and runtime. */
+/** cluster.InfoController and cluster.NodeIdentityController with the real store and runtime (discovery: discovery.test.ts). */
 import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CLUSTER_NS, IdentityType, InfoType, MemberType, type MemberSpec } from "../../../src/machinery/resources/types/cluster.js";
-import { K8S_NS, NodenameType } from "../../../src/machinery/resources/types/k8s.js";
-import { RUNTIME_NS, VersionType } from "../../../src/machinery/resources/types/runtime.js";
+import { CLUSTER_NS, IdentityType, InfoType } from "../../../src/machinery/resources/types/cluster.js";
 import { InMemoryState } from "../../../src/state/inmem.js";
 import { infoController } from "../../../src/controllers/cluster/info.js";
 import { base62, NODE_IDENTITY_FILE, nodeIdentityController } from "../../../src/controllers/cluster/node-identity.js";
-import { memberController } from "../../../src/controllers/cluster/member.js";
-import { controlPlaneConfig, eventually, publishConfig, put, spec, startRuntime } from "../runtime/harness.js";
+import { controlPlaneConfig, eventually, publishConfig, spec, startRuntime } from "../runtime/harness.js";
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -62,48 +59,5 @@ describe("cluster.NodeIdentityController", () => {
     await eventually(() => (rt.status("cluster.NodeIdentityController")?.consecutiveFailures ?? 0) > 0, 2000, "failure");
     expect(rt.status("cluster.NodeIdentityController")!.lastError).toMatch(/no nodeId/);
     expect(spec(s, CLUSTER_NS, IdentityType.type, "local")).toBeUndefined();
-  });
-});
-
-describe("cluster.MemberController", () => {
-  it("publishes this node as its only member, following node name, addresses and version", async () => {
-    const s = new InMemoryState();
-    startRuntime(s, [memberController({ fallbackAddresses: () => ["192.168.1.5"] })]);
-    publishConfig(s, controlPlaneConfig());
-    put(s, CLUSTER_NS, IdentityType.type, "local", { nodeId: "NODEID" });
-    put(s, RUNTIME_NS, VersionType.type, "version", { version: "v1.14.0", name: "Talos" });
-    expect(s.list(CLUSTER_NS, MemberType.type)).toEqual([]);
-    put(s, K8S_NS, NodenameType.type, "nodename", { nodename: "node-1", hostnameVersion: "", skipNodeRegistration: false });
-    await eventually(() => !!spec(s, CLUSTER_NS, MemberType.type, "node-1"), 2000, "member");
-    expect(spec<MemberSpec>(s, CLUSTER_NS, MemberType.type, "node-1")).toEqual({
-      nodeId: "NODEID",
-      addresses: ["192.168.1.5"],
-      hostname: "node-1",
-      machineType: "controlplane",
-      operatingSystem: "Talos (v1.14.0)",
-      controlPlane: { port: 6443 },
-    });
-
-    // Routed addresses and the FQDN win once the network controllers publish them.
-    put(s, "network", "NodeAddresses.net.talos.dev", "routed-no-k8s", { addresses: ["10.5.0.2/24"], sortAlgorithm: "v1" });
-    put(s, "network", "HostnameStatuses.net.talos.dev", "hostname", { hostname: "node-1", domainname: "example.org" });
-    await eventually(() => spec<MemberSpec>(s, CLUSTER_NS, MemberType.type, "node-1")?.addresses[0] === "10.5.0.2", 2000, "routed");
-    expect(spec<MemberSpec>(s, CLUSTER_NS, MemberType.type, "node-1")!.hostname).toBe("node-1.example.org");
-
-    // A rename replaces the member.
-    put(s, K8S_NS, NodenameType.type, "nodename", { nodename: "node-2", hostnameVersion: "", skipNodeRegistration: false });
-    await eventually(() => s.list(CLUSTER_NS, MemberType.type).map((r) => r.metadata.id).join() === "node-2", 2000, "renamed");
-  });
-
-  it("workers carry no control plane port", async () => {
-    const s = new InMemoryState();
-    startRuntime(s, [memberController({ fallbackAddresses: () => ["192.168.1.6"] })]);
-    publishConfig(s, controlPlaneConfig({ type: "worker" }));
-    put(s, K8S_NS, NodenameType.type, "nodename", { nodename: "w1", hostnameVersion: "", skipNodeRegistration: false });
-    await eventually(() => !!spec(s, CLUSTER_NS, MemberType.type, "w1"), 2000, "member");
-    const m = spec<MemberSpec>(s, CLUSTER_NS, MemberType.type, "w1")!;
-    expect(m.machineType).toBe("worker");
-    expect(m).not.toHaveProperty("controlPlane");
-    expect(m.operatingSystem).toBe("Talos (v1.14.0)");
   });
 });

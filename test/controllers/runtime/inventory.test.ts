@@ -22,7 +22,7 @@ import { CriImageCacheStatus, NethelpersPort } from "../../../src/machinery/api/
 import { EthernetStatusSpecSchema } from "../../../src/machinery/api/gen/resource/definitions/network/network_pb.js";
 import { resourceDefinitionSpec } from "../../../src/machinery/resources/definitions.js";
 import { specYaml } from "../../../src/machinery/resources/render.js";
-import { CLUSTER_NS, IdentityType, MemberType } from "../../../src/machinery/resources/types/cluster.js";
+import { CLUSTER_NS, IdentityType } from "../../../src/machinery/resources/types/cluster.js";
 import { AffiliateType, DiscoveryConfigType } from "../../../src/machinery/resources/types/discovery.js";
 
 import { K8S_NS, NodenameType } from "../../../src/machinery/resources/types/k8s.js";
@@ -117,12 +117,14 @@ describe("inventory controllers", () => {
     worker = g.worker;
   });
 
-  it("publishes the discovery config and, with discovery on, the local affiliate from the member", async () => {
+  it("publishes the discovery config and, with discovery on, the local affiliate", async () => {
     const s = new InMemoryState();
     publishConfig(s, cp);
     put(s, CLUSTER_NS, IdentityType.type, "local", { nodeId: "node-id-1" });
     put(s, K8S_NS, NodenameType.type, "nodename", { nodename: "n1", hostnameVersion: "1", skipNodeRegistration: false });
-    put(s, CLUSTER_NS, MemberType.type, "n1", { nodeId: "node-id-1", addresses: ["10.5.0.2"], hostname: "n1.example", machineType: "controlplane", operatingSystem: "Talos (v1.14.0)", controlPlane: { port: 6443 } });
+    put(s, "network", "HostnameStatuses.net.talos.dev", "hostname", { hostname: "n1", domainname: "example" });
+    put(s, "network", "NodeAddresses.net.talos.dev", "routed-no-k8s", { addresses: ["10.5.0.2/24"], sortAlgorithm: "v1" });
+    put(s, "controlplane", "APIServerConfigs.kubernetes.talos.dev", "kube-apiserver", { localPort: 6443 });
     startRuntime(s, [discoveryConfigController(), localAffiliateController()]);
     await eventually(() => !!spec(s, CLUSTER_NS, AffiliateType.type, "node-id-1"), 3000, "affiliate");
     const secret = (parse(cp) as { cluster: { secret: string; id: string } }).cluster;
@@ -133,6 +135,7 @@ describe("inventory controllers", () => {
       serviceEndpoint: "discovery.talos.dev:443",
       serviceEncryptionKey: secret.secret,
       serviceClusterID: secret.id,
+      serviceEndpoints: [{ name: "legacy", endpoint: "discovery.talos.dev:443", insecure: false }],
     });
     expect(fromBinary(ConfigSpecSchema, DiscoveryConfigType.toProto(spec(s, "config", DiscoveryConfigType.type, "cluster")!)).serviceEncryptionKey).toEqual(
       new Uint8Array(Buffer.from(secret.secret, "base64")),

@@ -112,7 +112,8 @@ describe("coreControllers", () => {
         runtimeStatuses: () => rt.statuses(),
       }),
     );
-    publishConfig(s, controlPlaneConfig());
+    // Discovery on (Kubernetes registry only: no Node here, so the node knows itself alone).
+    publishConfig(s, controlPlaneConfig({ clusterExtra: "  discovery:\n    enabled: true\n    registries:\n      service:\n        disabled: true\n" }));
     // The kubelet config waits for the static pod server (k8s.StaticPodServerController, not a core controller).
     put(s, "k8s", "StaticPodServerStatuses.kubernetes.talos.dev", "static-pod-server-status", { url: "http://127.0.0.1:1" }, "k8s.StaticPodServerController");
     put(s, RUNTIME_NS, MachineStatusType.type, "machine", { stage: "running", status: { ready: false, unmetConditions: [] } }, "runtime.MachineStatusController");

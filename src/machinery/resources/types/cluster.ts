@@ -78,6 +78,7 @@ export const CLUSTER_TYPES: ResourceType[] = [InfoType, IdentityType, MemberType
 const CORE_NAMESPACES: [string, string][] = [
   ["runtime", "Talos runtime resources."],
   ["cluster", "Cluster configuration and discovery resources."],
+  ["cluster-raw", "Cluster unmerged raw resources."],
   ["k8s", "Kubernetes all node types resources."],
   ["etcd", "etcd resources."],
   ["hardware", "Hardware resources."],

@@ -1,12 +1,16 @@
 /**
- * Cluster discovery of the `cluster` and `config` namespaces: the local Affiliate (what this node announces when
- * discovery is enabled; id = node id) and DiscoveryConfig (`cluster`, sensitive: it holds the encryption key).
+ * Cluster discovery of the `cluster`, `cluster-raw` and `config` namespaces: Affiliates (the local one and the merged
+ * remote ones in `cluster`, id = node id; what each registry reported in `cluster-raw`, id = `<registry>/<node id>`)
+ * and DiscoveryConfig (`cluster`, sensitive: it holds the encryption key).
  */
 import { AffiliateSpecSchema, ConfigSpecSchema } from "../../api/gen/resource/definitions/cluster/cluster_pb.js";
 import type { ResourceType } from "../resource.js";
 import { CLUSTER_NS } from "./cluster.js";
 import type { MachineTypeName } from "./config.js";
 import { defineType } from "./define.js";
+
+/** Affiliates as each registry reported them, before AffiliateMergeController merges them by node id. */
+export const CLUSTER_RAW_NS = "cluster-raw";
 
 export interface AffiliateSpec {
   nodeId: string;
@@ -43,6 +47,15 @@ export interface DiscoveryConfigSpec {
   /** The cluster secret's bytes; Go prints []byte as base64 text. */
   serviceEncryptionKey: string | null;
   serviceClusterID: string;
+  /** One per discovery service (DiscoveryServiceConfig documents, or the legacy v1alpha1 one named `legacy`). */
+  serviceEndpoints: DiscoveryServiceEndpoint[];
+}
+
+export interface DiscoveryServiceEndpoint {
+  name: string;
+  /** `host:port`. */
+  endpoint: string;
+  insecure: boolean;
 }
 
 export const DiscoveryConfigType = defineType<DiscoveryConfigSpec>({
@@ -50,7 +63,7 @@ export const DiscoveryConfigType = defineType<DiscoveryConfigSpec>({
   namespace: "config",
   sensitive: true,
   schema: ConfigSpecSchema,
-  keys: ["discoveryEnabled", "registryKubernetesEnabled", "registryServiceEnabled", "serviceEndpoint", "serviceEndpointInsecure", "serviceEncryptionKey", "serviceClusterID"],
+  keys: ["discoveryEnabled", "registryKubernetesEnabled", "registryServiceEnabled", "serviceEndpoint", "serviceEndpointInsecure", "serviceEncryptionKey", "serviceClusterID", "serviceEndpoints"],
   omitempty: ["serviceEndpointInsecure"],
 });
 
