@@ -3,13 +3,13 @@
  * annotations asked for (an empty value removes one), and replace it guarded by its resourceVersion. The kubelet
  * updates its Node's status all the time, so a 409 Conflict is answered by reading it again and retrying a few
  * times. Upstream sends a strategic merge patch of the same change; a guarded update gives the same result
- * through the KubernetesClient interface (src/host/kubernetes.ts), which has an in-memory fake for tests.
+ * through the one Kubernetes client (src/host/kube/api.ts), which has an in-memory fake for tests.
  */
-import { kubernetesClient } from "../kubernetes.js";
+import { kubeApi as kubernetesClient } from "./api.js";
 
 /**
  * What the annotator needs of a Kubernetes client: get and guarded update of one object. Kept structural so any
- * client with these methods (KubernetesClient today) fits, and errors are recognized by their HTTP `status`.
+ * client with these methods (KubeWriter today) fits, and errors are recognized by their HTTP `status`.
  */
 export interface NodeObjectClient {
   get(key: { apiVersion: string; kind: string; name: string }, signal?: AbortSignal): Promise<NodeLike | undefined>;
