@@ -20,6 +20,8 @@ import { generateConfigs, type GeneratedConfigs } from "../../src/machinery/gene
 import * as m from "../../src/machinery/api/gen/machine/machine_pb.js";
 import { MachineService, ApplyConfigurationRequest_Mode as Mode } from "../../src/machinery/api/gen/machine/machine_pb.js";
 import { DataSchema } from "../../src/machinery/api/gen/common/common_pb.js";
+import { State } from "../../src/machinery/api/gen/cosi/state_pb.js";
+import * as cosi from "../../src/machinery/api/gen/cosi/state_pb.js";
 import { TestClient, insecureTls, mtls } from "../helpers/client.js";
 import { talosconfigCreds, type Creds } from "../api/harness.js";
 import { mirrorsPatch, sandboxSkipReason, startLab, startSandbox, type Lab, type SandboxNode } from "../helpers/sandbox.js";
@@ -212,6 +214,13 @@ describe.skipIf(!!skip)("a worker joins Kubernetes through the kubelet's TLS boo
     expect(ids).not.toContain("etcd");
     expect(ids).not.toContain("trustd");
     expect(services.find((s) => s.id === "kubelet")).toMatchObject({ state: "Running", health: { healthy: true } });
+
+    // The worker's kubelet talks to the API servers through its own KubePrism (enabled in generated configs), which
+    // balances over the control-plane endpoint and the discovered control planes.
+    const get = async (namespace: string, type: string, id: string) =>
+      (await client(worker).unary(State, "Get", cosi.GetRequestSchema, cosi.GetResponseSchema, { namespace, type, id })).resource?.spec?.yamlSpec ?? "";
+    expect(await get("secrets", "KubeletSecrets.secrets.talos.dev", "kubelet")).toMatch(/^endpoint: https:\/\/127\.0\.0\.1:7445$/m);
+    expect(await get("k8s", "KubePrismStatuses.kubernetes.talos.dev", "k8s-loadbalancer")).toMatch(/^healthy: true$/m);
     mark("worker DaemonSets running");
   }, 6 * MIN);
 
@@ -232,7 +241,7 @@ describe.skipIf(!!skip)("a worker joins Kubernetes through the kubelet's TLS boo
                 {
                   name: "httpd",
                   image: "docker.io/library/busybox:1.37",
-                  command: ["sh", "-c", "mkdir -p /www && echo \"served by $(hostname)\" > /www/index.html && exec httpd -f -p 8080 -h /www"],
+                  command: ["sh", "-c", "mkdir -p /www && echo \"served by $(hostname)\" > /www/index.html && echo \"httpd on $(hostname)\" && exec httpd -f -p 8080 -h /www"],
                   ports: [{ containerPort: 8080 }],
                   readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 2 },
                 },
@@ -253,10 +262,14 @@ describe.skipIf(!!skip)("a worker joins Kubernetes through the kubelet's TLS boo
     const podIP = server.status!.podIP!;
     const w = await core.readNode({ name: WORKER });
     expect(inCidr(podIP, w.spec!.podCIDR!), `${podIP} in the worker's pod CIDR ${w.spec?.podCIDR}`).toBe(true);
+    // Its log comes through the worker's kubelet (the API server's kubelet client certificate against the CA the
+    // kubelet was given).
+    expect(await core.readNamespacedPodLog({ name: server.metadata!.name!, namespace: "default" })).toBe(`httpd on ${server.metadata!.name}\n`);
     mark("web pod ready on the worker");
 
     // The client: pinned to the control plane (tolerating its taint); it retries only while the route may still be
-    // coming up, and fails the pod if the server never answers.
+    // coming up, and fails the pod if the server never answers. (`timeout`, not `wget -T`: the image's busybox is
+    // Debian's 1.35 build, whose `wget -T` segfaults.)
     await core.createNamespacedPod({
       namespace: "default",
       body: {
@@ -269,7 +282,7 @@ describe.skipIf(!!skip)("a worker joins Kubernetes through the kubelet's TLS boo
             {
               name: "wget",
               image: "docker.io/library/busybox:1.37",
-              command: ["sh", "-c", `for i in $(seq 1 30); do wget -q -T 3 -O - http://${podIP}:8080/ && exit 0; sleep 2; done; exit 1`],
+              command: ["sh", "-c", `for i in $(seq 1 30); do timeout 5 wget -q -O - http://${podIP}:8080/ && exit 0; sleep 2; done; exit 1`],
             },
           ],
         },

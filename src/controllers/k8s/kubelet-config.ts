@@ -58,6 +58,8 @@ export function kubeletConfigSpec(cfg: MachineConfig, staticPodListURL: string):
     disableManifestsDirectory: k.disableManifestsDirectory ?? false,
     enableFSQuotaMonitoring: cfg.machine?.features?.diskQuotaSupport ?? false,
     credentialProviderConfig: k.credentialProviderConfig ? structuredClone(k.credentialProviderConfig) : undefined,
+    // Upstream's ScheduleOnControlPlanes(): either spelling of the field.
+    allowSchedulingOnControlPlane: cfg.cluster?.allowSchedulingOnControlPlanes ?? cfg.cluster?.allowSchedulingOnMasters ?? false,
     registerWithTaints: { ...(cfg.machine?.nodeTaints ?? {}) },
   };
 }

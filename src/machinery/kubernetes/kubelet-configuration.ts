@@ -5,6 +5,7 @@
  */
 import type { MachineTypeName } from "../resources/types/config.js";
 import type { KubeletConfigSpec } from "../resources/types/k8s.js";
+import { LABEL_CONTROL_PLANE } from "../generate/constants.js";
 
 /** Fields extraConfig may not set (upstream kubelet.ProtectedConfigurationFields). */
 export const PROTECTED_FIELDS = [
@@ -73,13 +74,19 @@ export function kubeletConfiguration(
     c.featureGates = gates;
   }
   if (!spec.skipNodeRegistration && !spec.extraArgs["register-with-taints"]) {
-    const taints = [...((c.registerWithTaints as { key: string }[] | undefined) ?? [])];
+    const taints = [...((c.registerWithTaints as { key: string; value?: string; effect?: string }[] | undefined) ?? [])];
     for (const [key, raw] of Object.entries(spec.registerWithTaints ?? {})) {
       if (taints.some((t) => t.key === key)) continue;
       // Taint text is `value:Effect` or just `Effect`.
       const colon = raw.lastIndexOf(":");
       const taint = colon < 0 ? { key, effect: raw } : { key, value: raw.slice(0, colon), effect: raw.slice(colon + 1) };
       taints.push(taint);
+    }
+    // Upstream: a control plane registers already tainted, so nothing is scheduled there in the moment before the
+    // node's taints are applied (unless scheduling on control planes is allowed).
+    const cp = machineType === "controlplane" || machineType === "init";
+    if (cp && !spec.allowSchedulingOnControlPlane && !taints.some((t) => t.key === LABEL_CONTROL_PLANE)) {
+      taints.push({ key: LABEL_CONTROL_PLANE, effect: "NoSchedule" });
     }
     taints.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     if (taints.length > 0) c.registerWithTaints = taints;

@@ -79,6 +79,7 @@ describe("k8s.KubeletConfigController + k8s.KubeletSpecController", () => {
       extraConfig: { maxPods: 150 },
       staticPodListURL: "http://127.0.0.1:1234",
       registerWithTaints: { dedicated: "infra:NoSchedule" },
+      allowSchedulingOnControlPlane: false,
     });
     expect(kc.extraMounts[0]).toEqual({ destination: "/var/mnt", type: "bind", source: "/var/mnt", options: ["bind", "rshared"], uidmappings: [], gidmappings: [] });
 
@@ -108,7 +109,11 @@ describe("k8s.KubeletConfigController + k8s.KubeletSpecController", () => {
       staticPodPath: "/etc/kubernetes/manifests",
       staticPodURL: "http://127.0.0.1:1234",
       clusterDNS: ["10.96.0.10"],
-      registerWithTaints: [{ key: "dedicated", value: "infra", effect: "NoSchedule" }],
+      // A control plane registers tainted (scheduling on control planes is not allowed in this config).
+      registerWithTaints: [
+        { key: "dedicated", value: "infra", effect: "NoSchedule" },
+        { key: "node-role.kubernetes.io/control-plane", effect: "NoSchedule" },
+      ],
       systemReserved: { memory: "512Mi" },
       protectKernelDefaults: true,
     });

@@ -144,6 +144,8 @@ export interface KubeletConfigSpec {
   disableManifestsDirectory: boolean;
   enableFSQuotaMonitoring: boolean;
   credentialProviderConfig?: Record<string, unknown>;
+  /** cluster.allowSchedulingOnControlPlanes: a control plane registers without its NoSchedule taint. */
+  allowSchedulingOnControlPlane: boolean;
   registerWithTaints: Record<string, string>;
 }
 
@@ -168,6 +170,7 @@ export const KubeletConfigType: ResourceType<KubeletConfigSpec> = {
           disableManifestsDirectory: s.disableManifestsDirectory,
           enableFSQuotaMonitoring: s.enableFSQuotaMonitoring,
           credentialProviderConfig: sortKeysDeep(s.credentialProviderConfig) as Record<string, unknown> | undefined,
+          allowSchedulingOnControlPlane: s.allowSchedulingOnControlPlane,
           registerWithTaints: sortKeysDeep(s.registerWithTaints) as Record<string, string>,
         },
         ["extraArgs", "extraMounts", "extraConfig", "credentialProviderConfig", "registerWithTaints"],
