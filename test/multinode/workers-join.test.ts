@@ -221,6 +221,12 @@ describe.skipIf(!!skip)("a worker joins Kubernetes through the kubelet's TLS boo
       (await client(worker).unary(State, "Get", cosi.GetRequestSchema, cosi.GetResponseSchema, { namespace, type, id })).resource?.spec?.yamlSpec ?? "";
     expect(await get("secrets", "KubeletSecrets.secrets.talos.dev", "kubelet")).toMatch(/^endpoint: https:\/\/127\.0\.0\.1:7445$/m);
     expect(await get("k8s", "KubePrismStatuses.kubernetes.talos.dev", "k8s-loadbalancer")).toMatch(/^healthy: true$/m);
+    // With the identity its TLS bootstrap gave it, the worker watches its own Node and the API server endpoints
+    // (the bootstrap manifests' system:talos-nodes role).
+    await until("the worker's NodeStatus and kube-apiserver Endpoint", 2 * MIN, async () => {
+      expect(await get("k8s", "NodeStatuses.kubernetes.talos.dev", WORKER)).toMatch(/^nodeReady: true$/m);
+      expect(await get("controlplane", "Endpoints.kubernetes.talos.dev", "kube-apiserver")).toContain(`- ${cp.ip}`);
+    });
     mark("worker DaemonSets running");
   }, 6 * MIN);
 
@@ -303,6 +309,28 @@ describe.skipIf(!!skip)("a worker joins Kubernetes through the kubelet's TLS boo
     expect(log.trim()).toBe(`served by ${server.metadata!.name}`);
     mark("cross-node pod traffic");
   }, 12 * MIN);
+
+  it("a restarted worker kubelet keeps its client certificate (no second bootstrap) and the node stays Ready", async () => {
+    const certs = kc.makeApiClient(k8s.CertificatesV1Api);
+    const tokenId = cfgs.secrets.secrets.bootstrapToken.split(".")[0];
+    const bootstrapCSRs = async () => (await certs.listCertificateSigningRequest()).items.filter((x) => x.spec.username === `system:bootstrap:${tokenId}`).length;
+    const before = await bootstrapCSRs();
+    const since = new Date();
+    await client(worker).unary(MachineService, "ServiceRestart", m.ServiceRestartRequestSchema, m.ServiceRestartResponseSchema, { id: "kubelet" });
+    await explained(
+      until("the worker's kubelet back and its node Ready after the restart", 4 * MIN, async () => {
+        const n = await core.readNode({ name: WORKER });
+        const r = ready(n);
+        expect(r?.status).toBe("True");
+        // The Node's heartbeat moved on after the restart: the new kubelet is the one reporting.
+        expect(new Date(n.status!.conditions!.find((c) => c.type === "Ready")!.lastHeartbeatTime!).getTime()).toBeGreaterThan(since.getTime());
+        const svc = (await client(worker).unary(MachineService, "ServiceList", EmptySchema, m.ServiceListResponseSchema, {})).messages[0].services.find((x) => x.id === "kubelet");
+        expect(svc).toMatchObject({ state: "Running", health: { healthy: true } });
+      }),
+    );
+    expect(await bootstrapCSRs()).toBe(before);
+    mark("kubelet restarted");
+  }, 6 * MIN);
 });
 
 function inCidr(ip: string, cidr: string): boolean {
