@@ -4,7 +4,7 @@
  * the transport's admission (roles, routing, limits) before its body is read; see transport/.
  */
 import * as grpc from "@grpc/grpc-js";
-import type { AddressInfo } from "node:net";
+import type { ListenAddress } from "../host/tls-listener.js";
 import type { DescService } from "@bufbuild/protobuf";
 import { MachineService } from "../machinery/api/gen/machine/machine_pb.js";
 import { ImageService } from "../machinery/api/gen/machine/image_pb.js";
@@ -77,7 +77,7 @@ export class ApiServer {
     }
   }
 
-  async listen(host: string, port: number, mode: ListenerMode): Promise<AddressInfo> {
+  async listen(host: string, port: number, mode: ListenerMode): Promise<ListenAddress> {
     const log = this.deps.log;
     this.listener = new ApiListener(
       this.grpc,

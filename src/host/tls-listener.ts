@@ -16,6 +16,9 @@ import * as tls from "node:tls";
 import { constants as cryptoConstants, type X509Certificate } from "node:crypto";
 import { serverTrafficSecret, tls13AlertRecord, TlsAlert, type TlsAlertCode } from "./tls-alert.js";
 
+/** Where a listener is bound (the port when 0 was asked for). */
+export type ListenAddress = net.AddressInfo;
+
 export interface TlsServerPolicy {
   certPem: string;
   keyPem: string;
@@ -122,7 +125,7 @@ export class TlsListener<T> {
     });
   }
 
-  listen(host: string, port: number): Promise<net.AddressInfo> {
+  listen(host: string, port: number): Promise<ListenAddress> {
     return new Promise((resolve, reject) => {
       const failed = (err: Error) => reject(err);
       this.netServer.once("error", failed);

@@ -10,7 +10,7 @@
  * printed at the end.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import * as http2 from "node:http2";
 import * as net from "node:net";
 import * as tls from "node:tls";
@@ -100,12 +100,15 @@ function client(): TestClient {
   return creds ? new TestClient(address, mtls(creds.ca, creds.crt, creds.key)) : new TestClient(address, insecureTls());
 }
 
-/** Version from a fresh connection, within a second. Returns the latency. */
+/**
+ * Version from a fresh connection. Returns the latency (a printed figure). The deadline is a liveness bound, not a
+ * speed claim: a node wedged by a phase never answers, a node on a loaded CI machine answers late.
+ */
 async function probe(): Promise<number> {
   const c = client();
   const t0 = performance.now();
   try {
-    const v = await c.unary(MachineService, "Version", EmptySchema, m.VersionResponseSchema, {}, { deadlineMs: 1000 });
+    const v = await c.unary(MachineService, "Version", EmptySchema, m.VersionResponseSchema, {}, { deadlineMs: LIVENESS_MS });
     expect(v.messages[0].version?.tag).toBeTruthy();
     return performance.now() - t0;
   } finally {
@@ -121,18 +124,21 @@ async function afterPhase(phase: string): Promise<void> {
   const s = await settle();
   figures.phases.push({ phase, fds: s.fds, rss: s.rss, loopMaxMs: maxLoop, probeMs: Math.round(probeMs) });
   expect(s.fds, `descriptors after ${phase}`).toBeLessThanOrEqual(base.fds + FD_SLACK);
-  expect(maxLoop, `event loop stall during ${phase}`).toBeLessThan(1000);
+  // Speed is the printed figure; the assertion only catches a loop that stopped (a synchronous spin on hostile
+  // input), which no scheduling delay on a loaded machine reaches.
+  expect(maxLoop, `event loop stopped during ${phase}`).toBeLessThan(LIVENESS_MS);
   maxLoop = 0;
 }
+
+/** Longer than any scheduling delay seen on a loaded 2-core CI machine (1.3 s at load 20), far shorter than a hang. */
+const LIVENESS_MS = 10_000;
 
 const FIXTURE = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures", "transport-node.ts");
 
 /** The fixture node in a child process; `nofile` caps its descriptors (RLIMIT_NOFILE). */
 async function startNodeProcess(limits: object, nofile?: number) {
   const argv = ["--expose-gc", "--import", "tsx", FIXTURE];
-  const proc = nofile
-    ? spawn("/bin/sh", ["-c", `ulimit -n ${nofile} && exec "$0" "$@"`, process.execPath, ...argv], { stdio: ["ignore", "inherit", "inherit", "ipc"], env: { ...process.env, TRANSPORT_LIMITS: JSON.stringify(limits) } })
-    : spawn(process.execPath, argv, { stdio: ["ignore", "inherit", "inherit", "ipc"], env: { ...process.env, TRANSPORT_LIMITS: JSON.stringify(limits) } });
+  const proc = spawn(process.execPath, argv, { stdio: ["ignore", "inherit", "inherit", "ipc"], env: { ...process.env, TRANSPORT_LIMITS: JSON.stringify(limits) } });
   const waiting: { resolve: (m: unknown) => void; reject: (e: Error) => void }[] = [];
   proc.once("exit", (code, signal) => {
     for (const w of waiting.splice(0)) w.reject(new Error(`transport node exited (${code ?? signal})`));
@@ -140,8 +146,14 @@ async function startNodeProcess(limits: object, nofile?: number) {
   const p = await new Promise<number>((resolve, reject) => {
     proc.once("exit", (code) => reject(new Error(`transport node exited with ${code}`)));
     proc.on("message", (msg: { port?: number }) => {
-      if (msg.port !== undefined) resolve(msg.port);
-      else waiting.shift()?.resolve(msg);
+      if (msg.port === undefined) {
+        waiting.shift()?.resolve(msg);
+        return;
+      }
+      // The cap is set once the node listens: loading the sources (tsx reads hundreds of files at once) is not
+      // what is under test, the running node is.
+      if (nofile) execFileSync("prlimit", ["--pid", String(proc.pid), `--nofile=${nofile}:${nofile}`]);
+      resolve(msg.port);
     });
   });
   return {

@@ -8,7 +8,7 @@ import { newResource } from "../../src/machinery/resources/resource.js";
 import { VolumeStatusType } from "../../src/machinery/resources/types/block.js";
 import { MemberType } from "../../src/machinery/resources/types/cluster.js";
 import { loadConfig } from "../../src/machinery/config/index.js";
-import { CONFIG_NS, MachineConfigType, MachineTypeType } from "../../src/machinery/resources/types/config.js";
+import { CONFIG_NS, MachineConfigType, MachineTypeType, type MachineTypeName } from "../../src/machinery/resources/types/config.js";
 import { EtcdMemberType } from "../../src/machinery/resources/types/etcd.js";
 import { KubeletConfigType } from "../../src/machinery/resources/types/k8s.js";
 import { MachineStatusType, RUNTIME_NS, ServiceType } from "../../src/machinery/resources/types/runtime.js";
@@ -222,7 +222,8 @@ describe("cluster checks on this node's state", () => {
   });
 
   it("builds the node list from Members (first address, by machine type) and rejects bad IPs", () => {
-    const m = (id: string, addresses: string[], machineType: string) => newResource({ namespace: "cluster", type: MemberType.type, id }, { addresses, machineType });
+    const m = (id: string, addresses: string[], machineType: MachineTypeName) =>
+      newResource({ namespace: "cluster", type: MemberType.type, id }, { nodeId: id, addresses, hostname: id, machineType, operatingSystem: "Talos" });
     const info = clusterInfoFromMembers([m("w", ["10.5.0.3"], "worker"), m("cp", ["10.5.0.2", "fd00::2"], "controlplane")]);
     expect(info.nodes.map((n) => n.internalIP)).toEqual(["10.5.0.2", "10.5.0.3"]);
     expect(info.byType.controlplane[0].ips).toEqual(["10.5.0.2", "fd00::2"]);

@@ -105,7 +105,13 @@ describe.skipIf(!!skip)("Kubernetes component images through a loopback registry
 
   afterAll(async () => {
     await sup?.shutdown();
-    registry?.kill();
+    // The registry is ours, not the supervisor's: wait for it to go, so that the leftover check below sees only
+    // what the supervisor failed to stop.
+    if (registry && registry.exitCode === null && registry.signalCode === null) {
+      const gone = new Promise((r) => registry!.once("exit", r));
+      registry.kill();
+      await Promise.race([gone, new Promise((r) => setTimeout(r, 10_000))]);
+    }
     if (dir) {
       expect(killByMarker(dir)).toEqual([]);
       rmSync(dir, { recursive: true, force: true });

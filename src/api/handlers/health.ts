@@ -9,11 +9,11 @@
 import type { HealthCheckRequest } from "../../machinery/api/gen/cluster/cluster_pb.js";
 import { ApiError, Code } from "../../machinery/errors.js";
 import { readMeminfo } from "../../host/proc/index.js";
-import { CLUSTER_NS, MemberType } from "../../machinery/resources/types/cluster.js";
-import { CONFIG_NS, MachineTypeType, type MachineTypeName } from "../../machinery/resources/types/config.js";
+import { MemberType } from "../../machinery/resources/types/cluster.js";
+import { machineType } from "../../machinery/resources/types/config.js";
 import { kubeApi, type KubeApi, type KubeApiFactory } from "../../host/kube/api.js";
 import { NODES, type NodeObject } from "../../machinery/kubernetes/objects.js";
-import { pointer, readSpec } from "../../machinery/resources/read.js";
+import { pointer, readAll, readSpec } from "../../machinery/resources/read.js";
 import { KubernetesCertsType, SECRET_IDS } from "../../machinery/resources/types/secrets.js";
 import { defaultClusterChecks, type CheckEnv, type EtcdMemberView } from "../../lifecycle/health/checks.js";
 import {
@@ -63,7 +63,7 @@ export function runKubernetesClient(state: Pick<State, "get">, factory: KubeApiF
 
 /** Unimplemented unless this node is a control plane (upstream machinehelper.CheckControlplane). */
 export function requireControlPlane(state: Pick<State, "get">, api = "cluster health check"): void {
-  const mt = state.get({ namespace: CONFIG_NS, type: MachineTypeType.type, id: "machine-type" })?.spec as MachineTypeName | undefined;
+  const mt = machineType(state);
   if (mt === undefined) throw new ApiError(Code.Unimplemented, `machine type is not set, cannot use ${api} API`);
   if (mt !== "controlplane" && mt !== "init") throw new ApiError(Code.Unimplemented, `${api} is only available on control plane nodes`);
 }
@@ -77,7 +77,7 @@ export async function discoverCluster(
   const cp = req.clusterInfo?.controlPlaneNodes ?? [];
   const workers = req.clusterInfo?.workerNodes ?? [];
   if (cp.length > 0 || workers.length > 0) return clusterInfoFromLists(cp, workers);
-  const members = state.list(CLUSTER_NS, MemberType.type);
+  const members = readAll(state, MemberType);
   if (members.length > 0) return clusterInfoFromMembers(members);
   if (!kubernetes) throw new ApiError(Code.FailedPrecondition, "no cluster members are known: pass the nodes (--control-plane-nodes, --worker-nodes)");
   // The last resort, as upstream: the nodes Kubernetes knows.

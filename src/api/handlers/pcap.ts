@@ -6,7 +6,8 @@
  */
 import type { PacketCaptureRequest } from "../../machinery/api/gen/machine/machine_pb.js";
 import { ApiError, Code, invalidArgument, notFound } from "../../machinery/errors.js";
-import { LinkStatusType, type LinkStatusSpec } from "../../machinery/resources/types/network.js";
+import { LinkStatusType } from "../../machinery/resources/types/network.js";
+import { readSpec } from "../../machinery/resources/read.js";
 import { LINKTYPE_ETHERNET, LINKTYPE_RAW, PacketCapture, pcapHeader, pcapRecord } from "../../host/packet-capture.js";
 import type { Handlers } from "../transport/service.js";
 import type { CallContext } from "../transport/context.js";
@@ -20,7 +21,7 @@ const DRAIN_MS = 20;
 export function pcapHandlers(deps: ApiDeps): Handlers {
   return {
     PacketCapture: async (req: PacketCaptureRequest, send: (m: { bytes: Uint8Array }) => Promise<void>, ctx: CallContext) => {
-      const link = deps.state.get({ namespace: "network", type: LinkStatusType.type, id: req.interface })?.spec as LinkStatusSpec | undefined;
+      const link = readSpec(deps.state, LinkStatusType, req.interface);
       if (!link) throw notFound(`interface ${JSON.stringify(req.interface)} not found`);
       let linkType: number;
       if (link.type === "ether" || link.type === "loopback") linkType = LINKTYPE_ETHERNET;

@@ -5,7 +5,8 @@
  */
 import type { TimeRequest } from "../../machinery/api/gen/time/time_pb.js";
 import { ApiError, Code, invalidArgument } from "../../machinery/errors.js";
-import { TimeServerStatusType, type TimeServerStatusSpec } from "../../machinery/resources/types/network.js";
+import { TimeServerStatusType } from "../../machinery/resources/types/network.js";
+import { readSpec } from "../../machinery/resources/read.js";
 import { sntpQuery, validateSntp } from "../../host/sntp.js";
 import type { Handlers } from "../transport/service.js";
 import type { CallContext } from "../transport/context.js";
@@ -43,7 +44,7 @@ export function timeHandlers(deps: ApiDeps, opts: TimeHandlerOptions = {}): Hand
   };
   return {
     Time: async (_req: unknown, ctx: CallContext) => {
-      const status = deps.state.get({ namespace: "network", type: TimeServerStatusType.type, id: "timeservers" })?.spec as TimeServerStatusSpec | undefined;
+      const status = readSpec(deps.state, TimeServerStatusType, "timeservers");
       return check(status?.timeServers[0] ?? DEFAULT_NTP_SERVER, ctx);
     },
     TimeCheck: async (req: TimeRequest, ctx: CallContext) => check(req.server, ctx),

@@ -7,10 +7,9 @@
  */
 import type * as grpc from "@grpc/grpc-js";
 import { ServerCredentials } from "@grpc/grpc-js";
-import type { AddressInfo } from "node:net";
 import type { X509Certificate } from "node:crypto";
 import { parseRoles, Role } from "../../machinery/role.js";
-import { DEFAULT_LISTENER_LIMITS, TlsListener, type Refusal, type TlsListenerOptions, type TlsServerPolicy } from "../../host/tls-listener.js";
+import { DEFAULT_LISTENER_LIMITS, TlsListener, type ListenAddress, type Refusal, type TlsListenerOptions, type TlsServerPolicy } from "../../host/tls-listener.js";
 import type { ConnectionRegistry } from "./connections.js";
 
 export interface TlsIdentity {
@@ -84,7 +83,7 @@ export class ApiListener {
     return this.tls.size;
   }
 
-  listen(host: string, port: number): Promise<AddressInfo> {
+  listen(host: string, port: number): Promise<ListenAddress> {
     return this.tls.listen(host, port);
   }
 

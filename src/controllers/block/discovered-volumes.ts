@@ -9,8 +9,9 @@ import { probeVolume, sysfsDevicePath, type ProbeResult } from "../../host/block
 import { readLayout, type DiskLayout } from "../../boot/layout.js";
 import { DiskType, type DiskSpec } from "../../machinery/resources/types/block.js";
 import { RUNTIME_NS } from "../../machinery/resources/types/runtime.js";
-import { DiscoveredVolumeType, SystemDiskType, type DiscoveredVolumeSpec, type SystemDiskSpec } from "../../machinery/resources/types/volumes.js";
+import { DiscoveredVolumeType, SystemDiskType, type DiscoveredVolumeSpec } from "../../machinery/resources/types/volumes.js";
 import type { Controller } from "../../state/runtime/index.js";
+import { readAll, readSpec } from "../../machinery/resources/read.js";
 import { SYSTEM_DISK_ID } from "./system-disk.js";
 
 export interface DiscoveredVolumesOptions {
@@ -48,8 +49,8 @@ export function discoveredVolumesController(opts: DiscoveredVolumesOptions = {})
     outputs: [{ type: DiscoveredVolumeType.type, kind: "exclusive" }],
     async reconcile(ctx) {
       const disks = new Map<string, { id: string; spec: Pick<DiskSpec, "dev_path" | "size" | "sector_size" | "io_size">; file: boolean }>();
-      for (const r of ctx.list(RUNTIME_NS, DiskType.type)) disks.set((r.spec as DiskSpec).dev_path, { id: r.metadata.id, spec: r.spec as DiskSpec, file: false });
-      const sys = ctx.get({ namespace: RUNTIME_NS, type: SystemDiskType.type, id: SYSTEM_DISK_ID })?.spec as SystemDiskSpec | undefined;
+      for (const r of readAll(ctx, DiskType)) disks.set(r.spec.dev_path, { id: r.metadata.id, spec: r.spec, file: false });
+      const sys = readSpec(ctx, SystemDiskType, SYSTEM_DISK_ID);
       if (sys && !disks.has(sys.devPath)) disks.set(sys.devPath, { id: sys.diskID, spec: { dev_path: sys.devPath, size: 0, sector_size: 512, io_size: 0 }, file: true });
       const keep: string[] = [];
       for (const d of disks.values()) {
@@ -75,7 +76,7 @@ export function discoveredVolumesController(opts: DiscoveredVolumesOptions = {})
           io_size: d.spec.io_size,
           ...fromProbe(found),
           name: found.name,
-        } as DiscoveredVolumeSpec;
+        };
         ctx.apply({ namespace: RUNTIME_NS, type: DiscoveredVolumeType.type, id: d.id, spec: disk });
         keep.push(d.id);
         for (const p of gpt?.partitions ?? []) {
@@ -88,7 +89,7 @@ export function discoveredVolumesController(opts: DiscoveredVolumesOptions = {})
           } catch {
             content = { name: "" };
           }
-          const spec = {
+          const spec: DiscoveredVolumeSpec = {
             dev_path: pPath,
             type: "partition",
             device_path: d.file ? "" : await devicePath(id),
@@ -105,7 +106,7 @@ export function discoveredVolumesController(opts: DiscoveredVolumesOptions = {})
             partition_type: p.typeGuid.toLowerCase(),
             partition_label: p.name || undefined,
             partition_index: p.index,
-          } as DiscoveredVolumeSpec;
+          };
           ctx.apply({ namespace: RUNTIME_NS, type: DiscoveredVolumeType.type, id, spec });
           keep.push(id);
         }

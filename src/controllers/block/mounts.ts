@@ -3,9 +3,10 @@
  * volume as it is mounted (or, for a local-mode folder, used in place). The mount id is the volume id,
  * as for Talos's own system volumes.
  */
-import { BlockMountStatusType, VolumeStatusType, type VolumeStatusSpec } from "../../machinery/resources/types/block.js";
+import { BlockMountStatusType, VolumeStatusType } from "../../machinery/resources/types/block.js";
 import { RUNTIME_NS } from "../../machinery/resources/types/runtime.js";
 import type { Controller } from "../../state/runtime/index.js";
+import { readAll } from "../../machinery/resources/read.js";
 
 export function mountController(): Controller {
   return {
@@ -14,8 +15,8 @@ export function mountController(): Controller {
     outputs: [{ type: BlockMountStatusType.type, kind: "exclusive" }],
     reconcile(ctx) {
       const keep: string[] = [];
-      for (const v of ctx.list(RUNTIME_NS, VolumeStatusType.type)) {
-        const vs = v.spec as VolumeStatusSpec;
+      for (const v of readAll(ctx, VolumeStatusType)) {
+        const vs = v.spec;
         if (vs.phase !== "ready" || !vs.mountLocation) continue;
         const id = v.metadata.id;
         ctx.apply({

@@ -6,10 +6,11 @@
 import { basename } from "node:path";
 import { hostFiles } from "../../host/files/index.js";
 import { readLayout } from "../../boot/layout.js";
-import { DiskType, type DiskSpec } from "../../machinery/resources/types/block.js";
+import { DiskType } from "../../machinery/resources/types/block.js";
 import { RUNTIME_NS } from "../../machinery/resources/types/runtime.js";
 import { SystemDiskType } from "../../machinery/resources/types/volumes.js";
 import type { Controller } from "../../state/runtime/index.js";
+import { readAll } from "../../machinery/resources/read.js";
 import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 
 export const SYSTEM_DISK_ID = "system-disk";
@@ -42,7 +43,7 @@ export function systemDiskController(opts: SystemDiskOptions = {}): Controller {
     inputs: [{ namespace: RUNTIME_NS, type: DiskType.type, kind: "weak" }, machineConfigInput],
     outputs: [{ type: SystemDiskType.type, kind: "exclusive" }],
     async reconcile(ctx) {
-      const candidates: { id: string; path: string }[] = ctx.list(RUNTIME_NS, DiskType.type).map((r) => ({ id: r.metadata.id, path: (r.spec as DiskSpec).dev_path }));
+      const candidates: { id: string; path: string }[] = readAll(ctx, DiskType).map((r) => ({ id: r.metadata.id, path: r.spec.dev_path }));
       const target = machineConfig(ctx)?.machine?.install?.disk;
       if (target && !candidates.some((c) => c.path === target) && (await isFile(target))) candidates.push({ id: basename(target), path: target });
       let found: { id: string; path: string } | undefined;

@@ -8,6 +8,7 @@ import { VolumeStatusType, type VolumeStatusSpec } from "../../machinery/resourc
 import { RUNTIME_NS } from "../../machinery/resources/types/runtime.js";
 import { VolumeConfigType, type VolumeConfigSpec } from "../../machinery/resources/types/volumes.js";
 import type { Controller } from "../../state/runtime/index.js";
+import { readAll } from "../../machinery/resources/read.js";
 
 export function volumeConfigSpec(id: string, s: VolumeStatusSpec): VolumeConfigSpec {
   const mountPath = s.mountSpec?.targetPath ?? s.mountLocation;
@@ -33,8 +34,8 @@ export function volumeConfigController(): Controller {
     outputs: [{ type: VolumeConfigType.type, kind: "exclusive" }],
     reconcile(ctx) {
       const keep: string[] = [];
-      for (const r of ctx.list(RUNTIME_NS, VolumeStatusType.type)) {
-        ctx.apply({ namespace: RUNTIME_NS, type: VolumeConfigType.type, id: r.metadata.id, spec: volumeConfigSpec(r.metadata.id, r.spec as VolumeStatusSpec) });
+      for (const r of readAll(ctx, VolumeStatusType)) {
+        ctx.apply({ namespace: RUNTIME_NS, type: VolumeConfigType.type, id: r.metadata.id, spec: volumeConfigSpec(r.metadata.id, r.spec) });
         keep.push(r.metadata.id);
       }
       ctx.cleanup(RUNTIME_NS, VolumeConfigType.type, keep);

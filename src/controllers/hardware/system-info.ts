@@ -17,6 +17,7 @@ import { HARDWARE_NS, SystemInformationType, type SystemInformationSpec } from "
 import { MemoryModuleType, ProcessorType, type MemoryModuleSpec, type ProcessorSpec } from "../../machinery/resources/types/hardware-inventory.js";
 import { RUNTIME_NS } from "../../machinery/resources/types/runtime.js";
 import type { Controller } from "../../state/runtime/index.js";
+import { readSpec } from "../../machinery/resources/read.js";
 import { metaKeyId } from "../runtime/meta-keys.js";
 
 export interface SystemInfoOptions {
@@ -88,7 +89,7 @@ export function systemInfoController(opts: SystemInfoOptions = {}): Controller {
       smbios ??= smbiosSource().catch(() => undefined);
       const tables = await smbios;
       const spec = await readSystemInformation(root, tables, files);
-      const override = (ctx.get({ namespace: RUNTIME_NS, type: MetaKeyType.type, id: metaKeyId(UUID_OVERRIDE_TAG) })?.spec as { value?: string } | undefined)?.value;
+      const override = readSpec(ctx, MetaKeyType, metaKeyId(UUID_OVERRIDE_TAG))?.value;
       if (override) spec.uuid = override;
       else if (!spec.uuid) {
         const fallback = await readMachineIdUuid(root, files);

@@ -7,6 +7,7 @@ import { machineConfig, machineConfigInput } from "../../machinery/resources/typ
 import type { Controller } from "../../state/runtime/index.js";
 import type { NetworkSection } from "../../machinery/config/index.js";
 import { AddressSpecType, type AddressSpecSpec, type ConfigLayerName } from "../../machinery/resources/types/network.js";
+import { readAll } from "../../machinery/resources/read.js";
 import { mergeByLayer } from "./layers.js";
 import { formatPrefix, parsePrefix } from "../../machinery/net/addr.js";
 import { networkSection, NETWORK_CONFIG_NS, NETWORK_NS } from "./shared.js";
@@ -41,8 +42,8 @@ export function addressMergeController(): Controller {
     inputs: [machineConfigInput, { namespace: NETWORK_CONFIG_NS, type: AddressSpecType.type, kind: "weak" }],
     outputs: [{ type: AddressSpecType.type, kind: "shared" }],
     reconcile(ctx) {
-      const layered = ctx.list(NETWORK_CONFIG_NS, AddressSpecType.type).map((r) => {
-        const spec = r.spec as AddressSpecSpec;
+      const layered = readAll(ctx, AddressSpecType, NETWORK_CONFIG_NS).map((r) => {
+        const spec = r.spec;
         return { id: `${spec.linkName}/${spec.address}`, spec };
       });
       const merged = mergeByLayer([

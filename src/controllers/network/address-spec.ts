@@ -6,6 +6,7 @@
 import type { Controller } from "../../state/runtime/index.js";
 import { addAddress, removeAddress, type NetTarget } from "../../host/net/apply.js";
 import { AddressSpecType, AddressStatusType, LinkStatusType, type AddressSpecSpec } from "../../machinery/resources/types/network.js";
+import { readAll } from "../../machinery/resources/read.js";
 import { bumpRefresh, refreshOutput } from "./refresh.js";
 import { NETWORK_NS, type NetworkEnv } from "./shared.js";
 
@@ -24,7 +25,7 @@ export function addressSpecController(env: NetworkEnv & { target: NetTarget }): 
     async reconcile(ctx) {
       const links = new Set(ctx.list(NETWORK_NS, LinkStatusType.type).map((r) => r.metadata.id));
       const present = new Set(ctx.list(NETWORK_NS, AddressStatusType.type).map((r) => r.metadata.id));
-      const specs = ctx.list(NETWORK_NS, AddressSpecType.type);
+      const specs = readAll(ctx, AddressSpecType);
       let changed = false;
       let pending = false;
 
@@ -44,7 +45,7 @@ export function addressSpecController(env: NetworkEnv & { target: NetTarget }): 
       }
 
       for (const r of specs) {
-        const spec = r.spec as AddressSpecSpec;
+        const spec = r.spec;
         if (!links.has(spec.linkName)) continue; // retried when the link shows up
         owned.set(r.metadata.id, spec);
         if (present.has(r.metadata.id)) continue;

@@ -14,9 +14,9 @@ import {
   LinkStatusType,
   ResolverSpecType,
   RouteSpecType,
-  type LinkStatusSpec,
   type ResolverSpecSpec,
 } from "../../machinery/resources/types/network.js";
+import { readAll } from "../../machinery/resources/read.js";
 import { addressSpec } from "./address-merge.js";
 import { canonicalAddr } from "../../machinery/net/addr.js";
 import { routeSpec } from "./route-merge.js";
@@ -54,7 +54,7 @@ export function dhcp4Controller(env: NetworkEnv & { target: NetTarget }, leaseFn
     ],
     async reconcile(ctx) {
       const net = networkSection(machineConfig(ctx));
-      const links = new Map(ctx.list(NETWORK_NS, LinkStatusType.type).map((r) => [r.metadata.id, r.spec as LinkStatusSpec]));
+      const links = new Map(readAll(ctx, LinkStatusType).map((r) => [r.metadata.id, r.spec]));
       const dhcpLinks = (net.interfaces ?? []).filter((d) => d.dhcp && !d.ignore && d.interface);
       for (const name of leases.keys()) if (!dhcpLinks.some((d) => d.interface === name)) leases.delete(name);
 

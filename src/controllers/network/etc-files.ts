@@ -17,6 +17,7 @@ import {
   type NodeAddressSpec,
   type ResolverStatusSpec,
 } from "../../machinery/resources/types/network.js";
+import { readSpec } from "../../machinery/resources/read.js";
 import { HOSTNAME_ID } from "./hostname-merge.js";
 import { RESOLVER_ID } from "./resolver-merge.js";
 import { networkSection, NETWORK_NS } from "./shared.js";
@@ -59,12 +60,11 @@ export function etcFileController(etcRoot: string, fs: Files = hostFiles): Contr
     ],
     outputs: [],
     async reconcile(ctx) {
-      const get = <S>(type: string, id: string) => ctx.get({ namespace: NETWORK_NS, type, id })?.spec as S | undefined;
-      const resolvers = get<ResolverStatusSpec>(ResolverStatusType.type, RESOLVER_ID);
+      const resolvers = readSpec(ctx, ResolverStatusType, RESOLVER_ID);
       const files: Record<string, string> = {
         hosts: renderHosts(
-          get<HostnameStatusSpec>(HostnameStatusType.type, HOSTNAME_ID),
-          get<NodeAddressSpec>(NodeAddressType.type, "default"),
+          readSpec(ctx, HostnameStatusType, HOSTNAME_ID),
+          readSpec(ctx, NodeAddressType, "default"),
           networkSection(machineConfig(ctx)).extraHostEntries ?? [],
         ),
       };

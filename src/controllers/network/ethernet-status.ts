@@ -5,11 +5,10 @@
  * and speed change without a LinkStatus change.
  */
 import { readEthtool, type EthtoolInfo } from "../../host/net/ethtool.js";
-import { LinkStatusType, type LinkStatusSpec } from "../../machinery/resources/types/network.js";
+import { LinkStatusType, NETWORK_NS } from "../../machinery/resources/types/network.js";
 import { EthernetStatusType, type DuplexName, type EthernetStatusSpec, type PortName } from "../../machinery/resources/types/network-extra.js";
 import type { Controller } from "../../state/runtime/index.js";
-
-const NS = "network";
+import { readAll } from "../../machinery/resources/read.js";
 
 export interface EthernetStatusOptions {
   /** ethtool source; default the kernel's (host/net/ethtool.ts). */
@@ -33,12 +32,12 @@ export function ethernetStatusController(opts: EthernetStatusOptions = {}): Cont
   const read = opts.read ?? readEthtool;
   return {
     name: "network.EthernetStatusController",
-    inputs: [{ namespace: NS, type: LinkStatusType.type, kind: "weak" }],
+    inputs: [{ namespace: NETWORK_NS, type: LinkStatusType.type, kind: "weak" }],
     outputs: [{ type: EthernetStatusType.type, kind: "exclusive" }],
     reconcile(ctx) {
       const keep: string[] = [];
-      for (const r of ctx.list(NS, LinkStatusType.type)) {
-        const link = r.spec as LinkStatusSpec;
+      for (const r of readAll(ctx, LinkStatusType)) {
+        const link = r.spec;
         if (link.type !== "ether" || link.kind !== "") continue;
         let info: EthtoolInfo | undefined;
         try {
@@ -47,10 +46,10 @@ export function ethernetStatusController(opts: EthernetStatusOptions = {}): Cont
           ctx.log("ethtool failed", { link: r.metadata.id, error: (err as Error).message });
         }
         if (!info) continue;
-        ctx.apply({ namespace: NS, type: EthernetStatusType.type, id: r.metadata.id, spec: ethernetSpec(info) });
+        ctx.apply({ namespace: NETWORK_NS, type: EthernetStatusType.type, id: r.metadata.id, spec: ethernetSpec(info) });
         keep.push(r.metadata.id);
       }
-      ctx.cleanup(NS, EthernetStatusType.type, keep);
+      ctx.cleanup(NETWORK_NS, EthernetStatusType.type, keep);
       return { requeueAfterMs: opts.refreshMs ?? 30_000 };
     },
   };

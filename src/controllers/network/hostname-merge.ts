@@ -6,6 +6,7 @@
 import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 import type { Controller } from "../../state/runtime/index.js";
 import { HostnameSpecType, type HostnameSpecSpec } from "../../machinery/resources/types/network.js";
+import { readSpec } from "../../machinery/resources/read.js";
 import { networkSection, NETWORK_NS, type NetworkEnv } from "./shared.js";
 
 export const HOSTNAME_ID = "hostname";
@@ -27,7 +28,7 @@ export function hostnameMergeController(env: NetworkEnv): Controller {
       if (configured) {
         spec = { ...splitFQDN(configured), layer: "configuration" };
       } else {
-        const current = ctx.get({ namespace: NETWORK_NS, type: HostnameSpecType.type, id: HOSTNAME_ID })?.spec as HostnameSpecSpec | undefined;
+        const current = readSpec(ctx, HostnameSpecType, HOSTNAME_ID);
         // Read the kernel once: re-reading would chase our own writes when we manage the hostname.
         spec = current?.layer === "default" ? current : { ...(await env.observe.hostname()).spec, layer: "default" };
       }

@@ -10,12 +10,8 @@
  */
 import type { Controller } from "../../state/runtime/index.js";
 import { setHostname } from "../../host/net/apply.js";
-import {
-  HostnameSpecType,
-  HostnameStatusType,
-  type HostnameSpecSpec,
-  type HostnameStatusSpec,
-} from "../../machinery/resources/types/network.js";
+import { HostnameSpecType, HostnameStatusType, type HostnameStatusSpec } from "../../machinery/resources/types/network.js";
+import { readSpec } from "../../machinery/resources/read.js";
 import { HOSTNAME_ID } from "./hostname-merge.js";
 import { NETWORK_NS, type NetworkEnv } from "./shared.js";
 
@@ -27,7 +23,7 @@ export function hostnameSpecController(env: NetworkEnv): Controller {
     outputs: [{ type: HostnameStatusType.type, kind: "exclusive" }],
     async reconcile(ctx) {
       const ptr = { namespace: NETWORK_NS, type: HostnameStatusType.type, id: HOSTNAME_ID };
-      const spec = ctx.get({ namespace: NETWORK_NS, type: HostnameSpecType.type, id: HOSTNAME_ID })?.spec as HostnameSpecSpec | undefined;
+      const spec = readSpec(ctx, HostnameSpecType, HOSTNAME_ID);
       const configured = spec !== undefined && (target?.kind === "netns" || spec.layer === "configuration");
       if (target?.kind !== "pid1" && configured) {
         if (!spec) ctx.destroy(ptr);

@@ -5,7 +5,8 @@
  */
 import type { Controller } from "../../state/runtime/index.js";
 import { createVlan, deleteLink, setLinkMtu, setLinkUp, type NetTarget } from "../../host/net/apply.js";
-import { LinkSpecType, LinkStatusType, type LinkSpecSpec, type LinkStatusSpec } from "../../machinery/resources/types/network.js";
+import { LinkSpecType, LinkStatusType } from "../../machinery/resources/types/network.js";
+import { readAll } from "../../machinery/resources/read.js";
 import { bumpRefresh, refreshOutput } from "./refresh.js";
 import { NETWORK_NS, type NetworkEnv } from "./shared.js";
 
@@ -21,8 +22,8 @@ export function linkSpecController(env: NetworkEnv & { target: NetTarget }): Con
     ],
     outputs: [refreshOutput],
     async reconcile(ctx) {
-      const status = new Map(ctx.list(NETWORK_NS, LinkStatusType.type).map((r) => [r.metadata.id, r.spec as LinkStatusSpec]));
-      const specs = ctx.list(NETWORK_NS, LinkSpecType.type).map((r) => r.spec as LinkSpecSpec);
+      const status = new Map(readAll(ctx, LinkStatusType).map((r) => [r.metadata.id, r.spec]));
+      const specs = readAll(ctx, LinkSpecType).map((r) => r.spec);
       let changed = false;
       let pending = false;
       const run = async (what: string, fields: Record<string, unknown>, fn: () => Promise<void>) => {

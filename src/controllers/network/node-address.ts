@@ -7,14 +7,8 @@
  */
 import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 import type { Controller, ReconcileContext } from "../../state/runtime/index.js";
-import {
-  AddressStatusType,
-  LinkStatusType,
-  NodeAddressType,
-  type AddressStatusSpec,
-  type LinkStatusSpec,
-  type NodeAddressSpec,
-} from "../../machinery/resources/types/network.js";
+import { AddressStatusType, LinkStatusType, NodeAddressType, type AddressStatusSpec, type NodeAddressSpec } from "../../machinery/resources/types/network.js";
+import { readAll, readSpec } from "../../machinery/resources/read.js";
 import type { MachineConfig } from "../../machinery/config/index.js";
 import {
   comparePrefixV1,
@@ -76,15 +70,14 @@ export function nodeAddressController(): Controller {
 
       // A link counts as up when operationally up (or unknown, e.g. lo); physical ones also need carrier.
       const linksUp = new Set<number>();
-      for (const r of ctx.list(NETWORK_NS, LinkStatusType.type)) {
-        const l = r.spec as LinkStatusSpec;
+      for (const r of readAll(ctx, LinkStatusType)) {
+        const l = r.spec;
         const physical = l.type === "ether" && l.kind === "";
         if ((l.operationalState === "up" || l.operationalState === "unknown") && (!physical || l.linkState)) linksUp.add(l.index);
       }
 
-      const addrs = ctx
-        .list(NETWORK_NS, AddressStatusType.type)
-        .map((r) => r.spec as AddressStatusSpec)
+      const addrs = readAll(ctx, AddressStatusType)
+        .map((r) => r.spec)
         .map((a) => ({ a, p: parsePrefix(a.address) }))
         .filter((x): x is { a: AddressStatusSpec; p: Prefix } => x.p !== undefined)
         .filter(({ a, p }) => SCOPE_OK.has(a.scope) && !isLoopback(p.ip) && !isMulticast(p.ip) && !isLinkLocalUnicast(p.ip))
@@ -101,7 +94,7 @@ export function nodeAddressController(): Controller {
 
       // default: the smallest address of the alphabetically first link, kept while it is still current.
       if (addrs.length > 0) {
-        const prev = ctx.get({ namespace: NETWORK_NS, type: NodeAddressType.type, id: "default" })?.spec as NodeAddressSpec | undefined;
+        const prev = readSpec(ctx, NodeAddressType, "default");
         const keep = prev && prev.sortAlgorithm === algo && prev.addresses.length > 0 && current.some((p) => formatPrefix(p) === prev.addresses[0]);
         if (keep) touched.push("default");
         else write("default", [addrs[0].p]);
@@ -129,7 +122,7 @@ function writeAccumulative(
   compare: (a: Prefix, b: Prefix) => number,
   touched: string[],
 ): void {
-  const prev = ctx.get({ namespace: NETWORK_NS, type: NodeAddressType.type, id })?.spec as NodeAddressSpec | undefined;
+  const prev = readSpec(ctx, NodeAddressType, id);
   const list = (prev?.addresses ?? []).map(parsePrefix).filter((p): p is Prefix => p !== undefined);
   for (const p of add) if (!list.some((q) => compare(q, p) === 0)) list.push(p);
   list.sort(compare);

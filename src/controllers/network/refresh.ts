@@ -5,12 +5,12 @@
  */
 import type { ReconcileContext } from "../../state/runtime/index.js";
 import { LinkRefreshType, type LinkRefreshSpec } from "../../machinery/resources/types/network.js";
-import { NETWORK_NS } from "./shared.js";
+import { pointer, readSpec } from "../../machinery/resources/read.js";
 
 export const refreshOutput = { type: LinkRefreshType.type, kind: "shared" } as const;
 
 export function bumpRefresh(ctx: ReconcileContext, id: string): void {
-  const ptr = { namespace: NETWORK_NS, type: LinkRefreshType.type, id };
-  const cur = ctx.get(ptr)?.spec as LinkRefreshSpec | undefined;
+  const ptr = pointer(LinkRefreshType, id);
+  const cur = readSpec(ctx, LinkRefreshType, id);
   ctx.apply({ ...ptr, spec: { generation: (cur?.generation ?? 0) + 1 } satisfies LinkRefreshSpec });
 }

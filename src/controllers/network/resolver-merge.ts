@@ -5,13 +5,8 @@
  */
 import { machineConfig, machineConfigInput } from "../../machinery/resources/types/config.js";
 import type { Controller } from "../../state/runtime/index.js";
-import {
-  HostnameStatusType,
-  ResolverSpecType,
-  type HostnameStatusSpec,
-  type NameServer,
-  type ResolverSpecSpec,
-} from "../../machinery/resources/types/network.js";
+import { HostnameStatusType, ResolverSpecType, type NameServer, type ResolverSpecSpec } from "../../machinery/resources/types/network.js";
+import { readAll, readSpec } from "../../machinery/resources/read.js";
 import { HOSTNAME_ID } from "./hostname-merge.js";
 import { layerRank } from "./layers.js";
 import { canonicalAddr, parseAddr } from "../../machinery/net/addr.js";
@@ -50,16 +45,13 @@ export function resolverMergeController(): Controller {
     outputs: [{ type: ResolverSpecType.type, kind: "shared" }],
     reconcile(ctx) {
       const net = networkSection(machineConfig(ctx));
-      const hostname = ctx.get({ namespace: NETWORK_NS, type: HostnameStatusType.type, id: HOSTNAME_ID })?.spec as
-        | HostnameStatusSpec
-        | undefined;
+      const hostname = readSpec(ctx, HostnameStatusType, HOSTNAME_ID);
       let servers = DEFAULT_RESOLVERS.map(plain);
       let search = !net.disableSearchDomain && hostname?.domainname ? [hostname.domainname] : [];
       let layer: ResolverSpecSpec["layer"] = "default";
 
-      const operators = ctx
-        .list(NETWORK_CONFIG_NS, ResolverSpecType.type)
-        .map((r) => r.spec as ResolverSpecSpec)
+      const operators = readAll(ctx, ResolverSpecType, NETWORK_CONFIG_NS)
+        .map((r) => r.spec)
         .filter((s) => layerRank(s.layer) < layerRank("configuration"))
         .sort((a, b) => layerRank(a.layer) - layerRank(b.layer));
       for (const s of operators) {

@@ -4,7 +4,8 @@
  * what the host's /etc/resolv.conf says, read again whenever inotify reports the file changed.
  */
 import type { Controller } from "../../state/runtime/index.js";
-import { ResolverSpecType, ResolverStatusType, type ResolverSpecSpec, type ResolverStatusSpec } from "../../machinery/resources/types/network.js";
+import { ResolverSpecType, ResolverStatusType, type ResolverStatusSpec } from "../../machinery/resources/types/network.js";
+import { readSpec } from "../../machinery/resources/read.js";
 import { RESOLVER_ID } from "./resolver-merge.js";
 import { NETWORK_NS, type NetworkEnv } from "./shared.js";
 
@@ -19,7 +20,7 @@ export function resolverSpecController(env: NetworkEnv): Controller {
         ctx.apply({ ...ptr, spec: (await env.observe.resolvers()).spec });
         return;
       }
-      const spec = ctx.get({ namespace: NETWORK_NS, type: ResolverSpecType.type, id: RESOLVER_ID })?.spec as ResolverSpecSpec | undefined;
+      const spec = readSpec(ctx, ResolverSpecType, RESOLVER_ID);
       if (!spec) {
         ctx.destroy(ptr);
         return;

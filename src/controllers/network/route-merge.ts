@@ -9,6 +9,7 @@ import type { Controller } from "../../state/runtime/index.js";
 import type { NetworkSection } from "../../machinery/config/index.js";
 import { RouteSpecType, type ConfigLayerName, type RouteSpecSpec } from "../../machinery/resources/types/network.js";
 import { routeId } from "../../host/net/routes.js";
+import { readAll } from "../../machinery/resources/read.js";
 import { vlanLinkName } from "./address-merge.js";
 import { mergeByLayer } from "./layers.js";
 import { formatAddr, formatPrefix, isLoopback, isMulticast, isUnspecified, parseAddr, parsePrefix } from "../../machinery/net/addr.js";
@@ -80,8 +81,8 @@ export function routeMergeController(): Controller {
     inputs: [machineConfigInput, { namespace: NETWORK_CONFIG_NS, type: RouteSpecType.type, kind: "weak" }],
     outputs: [{ type: RouteSpecType.type, kind: "shared" }],
     reconcile(ctx) {
-      const layered = ctx.list(NETWORK_CONFIG_NS, RouteSpecType.type).map((r) => {
-        const spec = r.spec as RouteSpecSpec;
+      const layered = readAll(ctx, RouteSpecType, NETWORK_CONFIG_NS).map((r) => {
+        const spec = r.spec;
         return { id: routeId({ ...spec, priority: spec.priority ?? 0 }), spec };
       });
       const merged = mergeByLayer([...layered, ...configRoutes(networkSection(machineConfig(ctx)))]);

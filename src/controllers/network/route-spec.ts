@@ -5,13 +5,8 @@
  */
 import type { Controller } from "../../state/runtime/index.js";
 import { removeRoute, replaceRoute, type NetTarget, type RouteArgs } from "../../host/net/apply.js";
-import {
-  AddressStatusType,
-  LinkStatusType,
-  RouteSpecType,
-  RouteStatusType,
-  type RouteSpecSpec,
-} from "../../machinery/resources/types/network.js";
+import { AddressStatusType, LinkStatusType, RouteSpecType, RouteStatusType, type RouteSpecSpec } from "../../machinery/resources/types/network.js";
+import { readAll } from "../../machinery/resources/read.js";
 import { bumpRefresh, refreshOutput } from "./refresh.js";
 import { NETWORK_NS, type NetworkEnv } from "./shared.js";
 
@@ -46,7 +41,7 @@ export function routeSpecController(env: NetworkEnv & { target: NetTarget }): Co
     async reconcile(ctx) {
       const links = new Set(ctx.list(NETWORK_NS, LinkStatusType.type).map((r) => r.metadata.id));
       const present = new Set(ctx.list(NETWORK_NS, RouteStatusType.type).map((r) => r.metadata.id));
-      const specs = ctx.list(NETWORK_NS, RouteSpecType.type);
+      const specs = readAll(ctx, RouteSpecType);
       let changed = false;
       let pending = false;
 
@@ -65,7 +60,7 @@ export function routeSpecController(env: NetworkEnv & { target: NetTarget }): Co
       }
 
       for (const r of specs) {
-        const spec = r.spec as RouteSpecSpec;
+        const spec = r.spec;
         if (spec.outLinkName && !links.has(spec.outLinkName)) continue;
         owned.set(r.metadata.id, spec);
         if (present.has(r.metadata.id)) continue;

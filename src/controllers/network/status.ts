@@ -8,15 +8,8 @@
 import path from "node:path";
 import { hostFiles, type Files } from "../../host/files/index.js";
 import type { Controller } from "../../state/runtime/index.js";
-import {
-  HostnameStatusType,
-  NetworkStatusType,
-  NodeAddressType,
-  RouteStatusType,
-  type NetworkStatusSpec,
-  type NodeAddressSpec,
-  type RouteStatusSpec,
-} from "../../machinery/resources/types/network.js";
+import { HostnameStatusType, NetworkStatusType, NodeAddressType, RouteStatusType, type NetworkStatusSpec } from "../../machinery/resources/types/network.js";
+import { readAll, readSpec } from "../../machinery/resources/read.js";
 import { HOSTNAME_ID } from "./hostname-merge.js";
 import { NETWORK_NS, type NetworkEnv } from "./shared.js";
 
@@ -33,8 +26,8 @@ export function statusController(env: NetworkEnv, files: Files = hostFiles): Con
     ],
     outputs: [{ type: NetworkStatusType.type, kind: "exclusive" }],
     async reconcile(ctx) {
-      const current = ctx.get({ namespace: NETWORK_NS, type: NodeAddressType.type, id: "current" })?.spec as NodeAddressSpec | undefined;
-      const routes = ctx.list(NETWORK_NS, RouteStatusType.type).map((r) => r.spec as RouteStatusSpec);
+      const current = readSpec(ctx, NodeAddressType, "current");
+      const routes = readAll(ctx, RouteStatusType).map((r) => r.spec);
       const present = await Promise.all(ETC_FILES.map((f) => files.exists(path.join(env.etcRoot, f))));
       const spec: NetworkStatusSpec = {
         addressReady: (current?.addresses.length ?? 0) > 0,

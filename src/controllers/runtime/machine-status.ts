@@ -5,9 +5,9 @@
  * injected `setReadiness` (the tracker owns the stage and writes the MachineStatus resource, under
  * this same controller name, which is why MachineStatus is declared as this controller's output).
  */
-import { MachineStatusType, RUNTIME_NS, ServiceType, type MachineStatusSpec, type ServiceSpec, type UnmetCondition } from "../../machinery/resources/types/runtime.js";
-import { K8S_NS, NodenameType, StaticPodStatusType, type NodenameSpec } from "../../machinery/resources/types/k8s.js";
-import { TimeStatusType, type TimeStatusSpec } from "../../machinery/resources/types/time.js";
+import { MachineStatusType, RUNTIME_NS, ServiceType, type UnmetCondition } from "../../machinery/resources/types/runtime.js";
+import { K8S_NS, NodenameType, StaticPodStatusType } from "../../machinery/resources/types/k8s.js";
+import { TimeStatusType } from "../../machinery/resources/types/time.js";
 import type { MachineTypeName } from "../../machinery/resources/types/config.js";
 import type { Controller, ReconcileContext } from "../../state/runtime/index.js";
 import { isControlPlane, machineType, machineTypeInput } from "../../machinery/resources/types/config.js";
@@ -41,7 +41,7 @@ const missing = (ns: string, type: string, id: string) => `resource ${type}(${ns
 type Check = (ctx: Pick<ReconcileContext, "get" | "list">) => string | undefined;
 
 const timeCheck: Check = (ctx) => {
-  const s = ctx.get({ namespace: RUNTIME_NS, type: TimeStatusType.type, id: "node" })?.spec as TimeStatusSpec | undefined;
+  const s = readSpec(ctx, TimeStatusType, "node");
   if (!s) return missing(RUNTIME_NS, TimeStatusType.type, "node");
   return s.synced ? undefined : "time is not synced";
 };
@@ -65,8 +65,8 @@ const servicesCheck =
   (ctx) => {
     const problems: string[] = [];
     const running = new Set<string>();
-    for (const r of ctx.list(RUNTIME_NS, ServiceType.type)) {
-      const s = r.spec as ServiceSpec;
+    for (const r of readAll(ctx, ServiceType)) {
+      const s = r.spec;
       if (!s.running) {
         problems.push(`${r.metadata.id} not running`);
         continue;
@@ -80,8 +80,8 @@ const servicesCheck =
 
 const staticPodsCheck: Check = (ctx) => {
   const problems: string[] = [];
-  for (const r of ctx.list(K8S_NS, StaticPodStatusType.type)) {
-    const status = r.spec as { phase?: string; conditions?: { type?: string; status?: string }[] };
+  for (const r of readAll(ctx, StaticPodStatusType)) {
+    const status = r.spec;
     const phase = status.phase ?? "";
     if (phase === "Pending" || phase === "Failed" || phase === "Unknown") problems.push(`${r.metadata.id} ${phase.toLowerCase()}`);
     else if (phase === "Running") {
@@ -93,7 +93,7 @@ const staticPodsCheck: Check = (ctx) => {
 };
 
 const nodeReadyCheck: Check = (ctx) => {
-  const n = ctx.get({ namespace: K8S_NS, type: NodenameType.type, id: "nodename" })?.spec as NodenameSpec | undefined;
+  const n = readSpec(ctx, NodenameType, "nodename");
   // No node name yet, or the node is not registered at all: nothing to wait for.
   if (!n || n.skipNodeRegistration) return undefined;
   const status = readSpec(ctx, NodeStatusType, n.nodename);
@@ -141,7 +141,7 @@ export function machineStatusController(opts: MachineStatusOptions): Controller 
     ],
     outputs: [{ type: MachineStatusType.type, kind: "exclusive" }],
     reconcile(ctx) {
-      const status = ctx.get({ namespace: RUNTIME_NS, type: MachineStatusType.type, id: "machine" })?.spec as MachineStatusSpec | undefined;
+      const status = readSpec(ctx, MachineStatusType, "machine");
       if (status?.stage !== "booting" && status?.stage !== "running") return;
       const k8s = hasKubernetes(ctx);
       // setReadiness must be idempotent: our own MachineStatus update wakes us again with the same result.

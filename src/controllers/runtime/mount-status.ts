@@ -2,9 +2,10 @@
  * runtime.MountStatusController: the legacy `talosctl get mounts` view, one entry per mounted
  * partition or whole-disk volume (folders and other volume types are skipped, as upstream does).
  */
-import { BlockMountStatusType, RuntimeMountStatusType, VolumeStatusType, type BlockMountStatusSpec, type VolumeStatusSpec } from "../../machinery/resources/types/block.js";
+import { BlockMountStatusType, RuntimeMountStatusType, VolumeStatusType } from "../../machinery/resources/types/block.js";
 import { RUNTIME_NS } from "../../machinery/resources/types/runtime.js";
 import type { Controller } from "../../state/runtime/index.js";
+import { read, readAll } from "../../machinery/resources/read.js";
 
 export function mountStatusController(): Controller {
   return {
@@ -16,10 +17,10 @@ export function mountStatusController(): Controller {
     outputs: [{ type: RuntimeMountStatusType.type, kind: "exclusive" }],
     reconcile(ctx) {
       const keep: string[] = [];
-      for (const m of ctx.list(RUNTIME_NS, BlockMountStatusType.type)) {
-        const ms = m.spec as BlockMountStatusSpec;
-        const vol = ctx.get({ namespace: RUNTIME_NS, type: VolumeStatusType.type, id: ms.spec.volumeID });
-        const vs = vol?.spec as VolumeStatusSpec | undefined;
+      for (const m of readAll(ctx, BlockMountStatusType)) {
+        const ms = m.spec;
+        const vol = read(ctx, VolumeStatusType, ms.spec.volumeID);
+        const vs = vol?.spec;
         if (!vol || !vs || (vs.type !== "partition" && vs.type !== "disk")) continue;
         ctx.apply({
           namespace: RUNTIME_NS,

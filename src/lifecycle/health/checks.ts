@@ -6,11 +6,12 @@
  */
 import type { MachineConfig } from "../../machinery/config/index.js";
 import type { Pointer } from "../../machinery/resources/resource.js";
-import { VolumeStatusType, type VolumeStatusSpec } from "../../machinery/resources/types/block.js";
-import { EtcdMemberType, ETCD_NS } from "../../machinery/resources/types/etcd.js";
+import { VolumeStatusType } from "../../machinery/resources/types/block.js";
+import { EtcdMemberType } from "../../machinery/resources/types/etcd.js";
 import { K8S_NS, KubeletConfigType } from "../../machinery/resources/types/k8s.js";
-import { MachineStatusType, RUNTIME_NS, ServiceType, STAGES, type MachineStatusSpec, type ServiceSpec } from "../../machinery/resources/types/runtime.js";
-import { DiagnosticType, type DiagnosticSpec } from "../../machinery/resources/types/security.js";
+import { MachineStatusType, ServiceType, STAGES } from "../../machinery/resources/types/runtime.js";
+import { DiagnosticType } from "../../machinery/resources/types/security.js";
+import { pointer, read, readAll, readSpec } from "../../machinery/resources/read.js";
 import type { State } from "../../state/types.js";
 import { machineConfig } from "../../machinery/resources/types/config.js";
 import type { ClusterInfo, NodeInfo, NodeType } from "./nodes.js";
@@ -88,7 +89,7 @@ async function serviceHealth(env: CheckEnv, service: string, nodes: NodeInfo[]):
   const errs: string[] = [];
   for (const node of sorted(ips(nodes))) {
     if (!env.isLocal(node)) throw new Error(`error getting service info for service ${JSON.stringify(service)} from node ${JSON.stringify(node)}: ${unreachable(node)}`);
-    const svc = env.state.get({ namespace: RUNTIME_NS, type: ServiceType.type, id: service })?.spec as ServiceSpec | undefined;
+    const svc = readSpec(env.state, ServiceType, service);
     if (!svc?.running) errs.push(`${node}: service ${JSON.stringify(service)} not in expected state "Running": service is not running`);
     else if (!svc.healthy) errs.push(`${node}: service is not healthy: ${service}`);
   }
@@ -101,9 +102,9 @@ async function memberList(env: CheckEnv, node: string): Promise<EtcdMemberView[]
   const fail = (why: string) => new Error(`error getting etcd member list from node ${JSON.stringify(node)}: ${why}`);
   if (!env.isLocal(node)) throw fail(unreachable(node));
   if (env.etcdMembers) return env.etcdMembers();
-  const local = env.state.get({ namespace: ETCD_NS, type: EtcdMemberType.type, id: "local" });
+  const local = read(env.state, EtcdMemberType, "local");
   if (!local) throw fail("etcd is not running or not healthy on this node yet");
-  return [{ id: (local.spec as { memberID: string }).memberID, hostname: node, peerUrls: [], isLearner: false }];
+  return [{ id: local.spec.memberID, hostname: node, peerUrls: [], isLearner: false }];
 }
 
 const etcdHealthy = (env: CheckEnv): ClusterCheck => ({
@@ -198,8 +199,8 @@ const diskSizes = (env: CheckEnv): ClusterCheck => ({
   run: async () => {
     const errs: string[] = [];
     for (const node of sorted(sizedNodes(env))) {
-      const ptr = { namespace: RUNTIME_NS, type: VolumeStatusType.type, id: "EPHEMERAL" };
-      const vs = env.state.get(ptr)?.spec as VolumeStatusSpec | undefined;
+      const ptr = pointer(VolumeStatusType, "EPHEMERAL");
+      const vs = readSpec(env.state, VolumeStatusType, ptr.id);
       if (!vs) {
         errs.push(`error getting volume status for node ${JSON.stringify(node)}: ${missing(ptr)}`);
         continue;
@@ -222,7 +223,7 @@ const noDiagnostics = (env: CheckEnv): ClusterCheck => ({
     const byNode: string[] = [];
     for (const node of sorted(ips(env.cluster.nodes))) {
       if (!env.isLocal(node)) throw new Error(unreachable(node));
-      const msgs = env.state.list(RUNTIME_NS, DiagnosticType.type).map((r) => (r.spec as DiagnosticSpec).message);
+      const msgs = readAll(env.state, DiagnosticType).map((r) => r.spec.message);
       if (msgs.length > 0) byNode.push(`${node}: ${msgs.join(", ")}`);
     }
     if (byNode.length > 0) throw new Error(`active diagnostics: ${byNode.join("; ")}`);
@@ -243,7 +244,7 @@ const booted = (env: CheckEnv): ClusterCheck => ({
     const byStage = new Map<number, string[]>();
     for (const node of ips(env.cluster.nodes)) {
       if (!env.isLocal(node)) throw new Error(`error watching machine ${node} status: ${unreachable(node)}`);
-      const ms = env.state.get({ namespace: RUNTIME_NS, type: MachineStatusType.type, id: "machine" })?.spec as MachineStatusSpec | undefined;
+      const ms = readSpec(env.state, MachineStatusType, "machine");
       // Upstream waits for the running stage (readiness is not part of this check).
       const stage = STAGES.indexOf(ms?.stage ?? "unknown");
       if (stage !== STAGES.indexOf("running")) byStage.set(stage, [...(byStage.get(stage) ?? []), node]);

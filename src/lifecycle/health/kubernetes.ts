@@ -22,7 +22,8 @@ import {
 import { compareAddr, parseAddr } from "../../machinery/net/addr.js";
 import type { Pointer } from "../../machinery/resources/resource.js";
 import { K8S_NS, KubeletConfigType, StaticPodStatusType } from "../../machinery/resources/types/k8s.js";
-import { CONTROLPLANE_NS } from "../../machinery/resources/types/k8s-status.js";
+import { BOOTSTRAP_MANIFESTS_CONFIG_ID, BootstrapManifestsConfigType } from "../../machinery/resources/types/k8s-manifests.js";
+import { pointer, readSpec } from "../../machinery/resources/read.js";
 import type { State } from "../../state/types.js";
 import { nodeInfo, type ClusterInfo, type NodeInfo } from "./nodes.js";
 import { SkipCheck, type ClusterCheck } from "./wait.js";
@@ -36,7 +37,7 @@ export interface KubernetesCheckEnv {
 }
 
 /** Upstream's BootstrapManifestsConfig (`controlplane`/`manifests`): its cniName says whether a CNI is deployed. */
-export const BOOTSTRAP_MANIFESTS_CONFIG: Pointer = { namespace: CONTROLPLANE_NS, type: "BootstrapManifestsConfigs.kubernetes.talos.dev", id: "manifests" };
+export const BOOTSTRAP_MANIFESTS_CONFIG: Pointer = pointer(BootstrapManifestsConfigType, BOOTSTRAP_MANIFESTS_CONFIG_ID);
 
 /** Skipped only where this node runs no Kubernetes at all (no KubeletConfig: the kubelet check skips then too). */
 export const NO_KUBERNETES = "this node does not run Kubernetes";
@@ -164,9 +165,9 @@ export async function podsReady(env: KubernetesCheckEnv, replicas: number, names
 
 /** The CNI of the bootstrap manifests is `none`: nodes cannot become Ready and CoreDNS cannot run until the user installs one. */
 function cniDisabled(env: KubernetesCheckEnv): boolean {
-  const bmc = env.state.get(BOOTSTRAP_MANIFESTS_CONFIG);
+  const bmc = readSpec(env.state, BootstrapManifestsConfigType, BOOTSTRAP_MANIFESTS_CONFIG_ID);
   if (!bmc) throw new Error(missing(BOOTSTRAP_MANIFESTS_CONFIG));
-  return (bmc.spec as { cniName?: string }).cniName === "none";
+  return bmc.cniName === "none";
 }
 
 function check(env: KubernetesCheckEnv, name: string, intervalMs: number, run: (signal: AbortSignal) => Promise<void>): ClusterCheck {

@@ -34,10 +34,10 @@ export function clusterInfoFromLists(controlPlanes: string[], workers: string[])
   return { nodes: [...cp, ...w], byType: { init: [], controlplane: cp, worker: w } };
 }
 
-export function clusterInfoFromMembers(members: Resource[]): ClusterInfo {
+export function clusterInfoFromMembers(members: Resource<MemberSpec>[]): ClusterInfo {
   const byType: Record<NodeType, NodeInfo[]> = { init: [], controlplane: [], worker: [] };
   for (const m of members) {
-    const spec = m.spec as MemberSpec;
+    const spec = m.spec;
     const ips = (spec.addresses ?? []).map(checkIP);
     if (ips.length === 0) throw new Error(`no IP address found for member: ${m.metadata.id}`);
     const type: NodeType = spec.machineType === "init" || spec.machineType === "controlplane" ? spec.machineType : "worker";

@@ -3,8 +3,8 @@
  * Talos's DropUpgradeFallbackController uses) and then calls `onReady` once. For a trial boot it also arms a
  * deadline: a new version that never becomes ready reboots, which spends one of its boot tries.
  */
-import type { MachineStatusSpec } from "../../machinery/resources/types/runtime.js";
-import { MachineStatusType, RUNTIME_NS } from "../../machinery/resources/types/runtime.js";
+import { MachineStatusType } from "../../machinery/resources/types/runtime.js";
+import { watch } from "../../machinery/resources/read.js";
 import type { State } from "../../state/types.js";
 
 export interface ReadyWatchOptions {
@@ -31,9 +31,9 @@ export class ReadyWatch {
       }, o.timeoutMs);
       this.timer.unref();
     }
-    const unsubscribe = this.state.watch({ namespace: RUNTIME_NS, type: MachineStatusType.type, id: "machine" }, (e) => {
+    const unsubscribe = watch(this.state, MachineStatusType, "machine", (e) => {
       if (fired || e.type === "destroyed") return;
-      const spec = e.resource.spec as MachineStatusSpec;
+      const spec = e.resource.spec;
       if (spec.stage !== "running" || !spec.status.ready) return;
       fired = true;
       this.disarm();

@@ -28,3 +28,19 @@ export function readAll<S>(r: Pick<ResourceReader, "list">, type: ResourceType<S
 export function pointer<S>(type: ResourceType<S>, id: string, namespace = type.defaultNamespace): Pointer {
   return { namespace, type: type.type, id };
 }
+
+/** A store's watch of one resource (the State's), as typed watches need it. */
+export interface ResourceWatcher {
+  watch(ptr: Pointer, cb: (e: { type: string; resource: Resource }) => void): () => void;
+}
+
+/** Watch the resource `id` of `type`: each event's resource is typed by it. Returns the unsubscribe. */
+export function watch<S>(
+  w: ResourceWatcher,
+  type: ResourceType<S>,
+  id: string,
+  cb: (e: { type: string; resource: Resource<S> }) => void,
+  namespace = type.defaultNamespace,
+): () => void {
+  return w.watch(pointer(type, id, namespace), cb as (e: { type: string; resource: Resource }) => void);
+}

@@ -6,8 +6,8 @@
  * on a machine (or in a sandbox) they use upstream's paths. Healthy once the socket answers; the `system` and
  * `k8s.io` namespaces are created on first success.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { hostFiles, writeFileAtomic, type Files } from "../../host/files/index.js";
 import { ApiError, Code } from "../../machinery/errors.js";
 import { Ctr, type ContainerSummary } from "../ctr.js";
 import { followFile, type LogReadOptions } from "../logs.js";
@@ -121,6 +121,8 @@ export interface ContainerdServiceOptions extends ContainerdConfigOptions {
   health?: Partial<HealthSettings>;
   restart?: Partial<RestartSettings>;
   gracefulStopMs?: number;
+  /** Where the directories and config.toml are written (the host's filesystem unless a test says otherwise). */
+  files?: Files;
 }
 
 export class ContainerdService implements Service {
@@ -140,8 +142,9 @@ export class ContainerdService implements Service {
   }
 
   async pre(_ctx: StepContext): Promise<void> {
-    for (const d of [this.paths.root, this.paths.state, dirname(this.paths.socket), dirname(this.paths.config)]) mkdirSync(d, { recursive: true, mode: 0o711 });
-    writeFileSync(this.paths.config, containerdConfig(this.paths, this.o));
+    const files = this.o.files ?? hostFiles;
+    for (const d of [this.paths.root, this.paths.state, dirname(this.paths.socket), dirname(this.paths.config)]) await files.mkdir(d, { recursive: true, mode: 0o711 });
+    await writeFileAtomic(files, this.paths.config, containerdConfig(this.paths, this.o), 0o644);
     this.namespacesReady = false;
   }
 

@@ -260,6 +260,10 @@ machine:
     // The file is rewritten as the inputs settle (hostname, addresses, extra entries): wait for the settled text.
     await eventuallyAsync(() => readFile(hosts, "utf8").then((t) => t === want, () => false), 3000, "hosts");
     expect(await readFile(hosts, "utf8")).toBe(want);
-    expect(await readFile(path.join(etc, "resolv.conf"), "utf8")).toBe("nameserver 10.5.0.1\n\nsearch lan\n");
+    // resolv.conf has its own inputs (the resolvers), so it may be written after the hosts file settles.
+    const resolv = path.join(etc, "resolv.conf");
+    const wantResolv = "nameserver 10.5.0.1\n\nsearch lan\n";
+    await eventuallyAsync(() => readFile(resolv, "utf8").then((t) => t === wantResolv, () => false), 3000, "resolv.conf");
+    expect(await readFile(resolv, "utf8")).toBe(wantResolv);
   });
 });

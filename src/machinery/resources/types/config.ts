@@ -10,7 +10,7 @@ import { stringify } from "yaml";
 import { MachineConfigSpecSchema, MachineTypeSpecSchema, MachineType } from "../../api/gen/resource/config/config_pb.js";
 import type { MachineConfig } from "../../config/machineconfig.js";
 import type { Pointer, ResourceType } from "../resource.js";
-import type { ResourceReader } from "../read.js";
+import { readSpec, type ResourceReader } from "../read.js";
 
 export const CONFIG_NS = "config";
 /** The id of the active config (upstream's v1alpha1 / ActiveID). */
@@ -30,7 +30,7 @@ export const machineConfigPtr: Pointer = { namespace: CONFIG_NS, type: MachineCo
 
 /** The active machine config, or undefined in maintenance mode. */
 export function machineConfig(r: Pick<ResourceReader, "get">): MachineConfig | undefined {
-  return r.get(machineConfigPtr)?.spec as MachineConfig | undefined;
+  return readSpec(r, MachineConfigType, MACHINE_CONFIG_ID);
 }
 
 /** The annotation talosctl uses to recognise the string-scalar yaml_spec format. */
@@ -58,7 +58,7 @@ export const machineTypePtr: Pointer = { namespace: CONFIG_NS, type: MachineType
 
 /** The MachineType resource's value, or undefined when not published yet. */
 export function machineType(r: Pick<ResourceReader, "get">): MachineTypeName | undefined {
-  return r.get(machineTypePtr)?.spec as MachineTypeName | undefined;
+  return readSpec(r, MachineTypeType, MACHINE_TYPE_ID);
 }
 
 export function isControlPlane(t: MachineTypeName | undefined): boolean {

@@ -71,8 +71,17 @@ export const StaticPodType: ResourceType<PodManifest> = {
   toProto: (pod) => specToProto(StaticPodSpecSchema, { pod }),
 };
 
-/** The spec IS the Kubernetes PodStatus object (phase, conditions, ...). */
-export const StaticPodStatusType: ResourceType<Record<string, unknown>> = {
+/**
+ * The spec IS the Kubernetes PodStatus object as the kubelet reported it; the fields machined reads are
+ * named, every other field passes through untouched.
+ */
+export interface StaticPodStatusSpec {
+  phase?: string;
+  conditions?: { type?: string; status?: string }[];
+  [field: string]: unknown;
+}
+
+export const StaticPodStatusType: ResourceType<StaticPodStatusSpec> = {
   type: "StaticPodStatuses.kubernetes.talos.dev",
   defaultNamespace: K8S_NS,
   aliases: ["podstatus"],
