@@ -63,8 +63,8 @@ export function bootstrapKubeconfig(secrets: KubeletSecretsSpec, caPem: string):
     apiVersion: "v1",
     kind: "Config",
     clusters: [{ name: "local", cluster: { server: secrets.endpoint, "certificate-authority-data": Buffer.from(caPem).toString("base64") } }],
-    users: [{ name: "kubelet", user: { token: `${secrets.bootstrapTokenID}.${secrets.bootstrapTokenSecret}` } }],
-    contexts: [{ name: "kubelet@local", context: { cluster: "local", user: "kubelet" } }],
+    users: [{ name: "kubelet@local", user: { token: `${secrets.bootstrapTokenID}.${secrets.bootstrapTokenSecret}` } }],
+    contexts: [{ name: "kubelet@local", context: { cluster: "local", user: "kubelet@local" } }],
     "current-context": "kubelet@local",
   });
 }

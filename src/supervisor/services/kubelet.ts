@@ -8,11 +8,11 @@
  * In a local-mode sandbox the kernel is the host's: the sysctls the kubelet checks are shown to it from files (bind
  * mounts inside its container), so it neither refuses to start nor changes the host.
  */
-import { X509Certificate } from "node:crypto";
 import { join } from "node:path";
 import { hostFiles, writeFileAtomic, type Files } from "../../host/files/index.js";
 import { ensureOwnedDir } from "../../host/owned-file.js";
 import { ensureSharedMount } from "../../host/mounts.js";
+import { kubeletClientCertProblem } from "../../machinery/kubernetes/kubelet-client-cert.js";
 import type { Syscalls } from "../../host/syscalls.js";
 import { ContainerdRunner, type Mount } from "../runners/containerd.js";
 import { ensureImage, type Ctr, type ImageSource } from "../ctr.js";
@@ -128,21 +128,16 @@ export class KubeletService implements Service {
     await ensureImage(this.o.ctr, this.o.namespace ?? "system", r.image, this.o.source, ctx.signal);
   }
 
-  /** A client certificate issued for another node name cannot be renewed: start over with TLS bootstrap. */
+  /**
+   * A client certificate for another node name or from a CA the cluster no longer accepts cannot be renewed: start
+   * over with TLS bootstrap (upstream checks both before every start).
+   */
   private async dropStaleClientCert(ctx: StepContext): Promise<void> {
-    const want = this.o.run.expectedNodename;
-    if (!want) return;
     const pem = await this.files.readFile(this.at("/var/lib/kubelet/pki/kubelet-client-current.pem"), "utf8").catch(() => undefined);
     if (!pem) return;
-    let cn = "";
-    try {
-      const cert = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/)?.[0];
-      cn = cert ? (/CN=([^\n,]+)/.exec(new X509Certificate(cert).subject)?.[1] ?? "") : "";
-    } catch {
-      cn = "";
-    }
-    if (cn === `system:node:${want}`) return;
-    ctx.event(ServiceState.Preparing, `removing the kubelet client certificate for ${JSON.stringify(cn)}: the node is ${JSON.stringify(want)}`);
+    const problem = kubeletClientCertProblem(pem, this.o.run.expectedNodename, this.o.run.caPem);
+    if (!problem) return;
+    ctx.event(ServiceState.Preparing, `removing the kubelet client certificate: ${problem}`);
     await this.files.rm(this.at("/var/lib/kubelet/pki"), { recursive: true, force: true });
     await this.files.rm(this.at("/etc/kubernetes/kubeconfig-kubelet"), { force: true });
   }
