@@ -12,6 +12,7 @@ import type { Power } from "./power.js";
 import { assembleNode, type RunningNode } from "./assemble.js";
 import { servicesUnavailableReason } from "./local.js";
 import { adoptState, findSystemDisk, STATE_DIR } from "./state-mounts.js";
+import { prepareKubernetesNode } from "../host/kubernetes-node.js";
 
 export interface Pid1NodeOptions {
   sys: Syscalls;
@@ -30,12 +31,15 @@ export async function runPid1Node(o: Pid1NodeOptions): Promise<Pid1Node> {
   const stateDir = o.stateDir ?? STATE_DIR;
   const unavailable = servicesUnavailableReason();
   let diskBefore: string | undefined;
+  // The machine runs Kubernetes (CRI, etcd and kubelet containers): modules, writable overlays, pod resolv.conf.
+  const kube = prepareKubernetesNode({ sys: o.sys, modules: o.modules, stateDir, log: o.log });
   const running = await assembleNode({
     stateDir,
     local: false,
     listen: o.listen,
     logLevel: o.logLevel,
     services: !unavailable,
+    kubernetes: true,
     network: { manage: true, pid1: true },
     install: { insecureRegistries: o.insecureRegistries },
     power: {
@@ -66,5 +70,6 @@ export async function runPid1Node(o: Pid1NodeOptions): Promise<Pid1Node> {
   });
   diskBefore = await findSystemDisk().catch(() => undefined);
   if (unavailable) running.log.warn(`system services (containerd, etcd) disabled: ${unavailable}`);
-  return running;
+  // The overlays hold EPHEMERAL: they go once the services are down, before /var is unmounted.
+  return { ...running, stop: () => running.stop().finally(() => kube.unmount()) };
 }
