@@ -3,7 +3,7 @@ SHELL := /bin/bash
 STATE_DIR ?= ./state
 LISTEN ?= 127.0.0.1:50000
 
-.PHONY: deps deps-system build run test test-unit test-vm typecheck lint bench gen clean
+.PHONY: deps deps-system build run test test-unit test-cluster test-vm typecheck lint bench gen clean
 
 # Debian packages the tests and local services need (containerd, etcd, disk tools, ...).
 deps-system:
@@ -31,15 +31,20 @@ typecheck: deps
 lint: deps
 	npm run lint:deps
 
-# The whole test suite: unit/integration tests, then the VM end-to-end tests (QEMU under TCG, ~25 min).
+# The whole test suite: unit/integration tests, whole nodes in sandboxes, then the VM end-to-end tests (QEMU under TCG, ~25 min).
 # Root is needed for the daemon, namespace, disk and VM tests; without it they skip and say why.
-test: test-unit test-vm
+test: test-unit test-cluster test-vm
 
 # Everything but the VM boots (a few minutes).
 test-unit: deps-system build
 	npm run typecheck
 	npm run lint:deps
 	npm test
+
+# Whole nodes in sandboxes on a lab bridge: Kubernetes on one node and its upgrade, etcd join across three
+# control planes (test/sandbox, test/multinode; ~15 min). Needs the images in the loopback registry (make registry).
+test-cluster: deps-system build
+	npm run test:cluster
 
 # Builds the amd64/arm64 images and drives them in QEMU (test/vm).
 test-vm: deps-system build

@@ -7,7 +7,8 @@
  *   accepted CAs, and a renewed certificate is rotated in without dropping connections;
  * - a config but no certificate yet: a control plane keeps its previous mode for the moment the certificate
  *   takes to issue; a worker (no CA key) serves read-only over a self-signed certificate and says plainly what it
- *   waits for.
+ *   waits for: which trustd addresses it asks and why the last attempt failed (setWorkerStatus, fed by
+ *   secrets.APIController).
  */
 import type { Logger } from "pino";
 import type { CertAndKey } from "../machinery/pki/ca.js";
@@ -18,10 +19,19 @@ import { machineConfig, machineConfigPtr } from "../machinery/resources/types/co
 import { HOSTNAME_ID, HostnameStatusType, NETWORK_NS, NODE_ADDRESS, NodeAddressType, nodeAddressIPs } from "../machinery/resources/types/network.js";
 import { APICertsType, OSRootType, SECRET_IDS } from "../machinery/resources/types/secrets.js";
 import type { State } from "../state/types.js";
+import type { WorkerCertStatus } from "../controllers/secrets/api-certs.js";
 import type { ListenerMode, TlsIdentity } from "./transport/listener.js";
 
 export const WORKER_WAITING_REASON =
-  "waiting for the API server certificate from a control plane's trustd (port 50001): multi-node support is not implemented yet, so a worker node can only serve read-only calls over an unverified certificate";
+  "waiting for the API server certificate from a control plane's trustd (port 50001, authenticated with machine.token); until it arrives this worker serves only read-only calls, over an unverified certificate";
+
+/** The waiting reason with what the worker is doing about it. */
+export function workerWaitingReason(s: WorkerCertStatus | undefined): string {
+  if (!s) return WORKER_WAITING_REASON;
+  if (s.endpoints.length === 0) return `${WORKER_WAITING_REASON}; waiting for ${s.waitingFor ?? "the control-plane endpoints"}`;
+  const asking = `asking ${s.endpoints.join(", ")}${s.endpoints.length > 1 ? " in turn" : ""}`;
+  return s.lastError ? `${WORKER_WAITING_REASON}; ${asking}; last attempt failed: ${s.lastError}` : `${WORKER_WAITING_REASON}; ${asking}`;
+}
 
 export interface IdentityTarget {
   setMode(mode: ListenerMode): void;
@@ -43,6 +53,7 @@ export class ApiIdentity {
   private unsubscribes: Array<() => void> = [];
   private queue: Promise<void> = Promise.resolve();
   private readonly modeCbs = new Set<(mode: ListenerMode) => void>();
+  private workerStatus: WorkerCertStatus | undefined;
 
   constructor(
     private readonly state: State,
@@ -56,6 +67,19 @@ export class ApiIdentity {
   /** Called after every switch (the entry wiring reports the worker's wait as a condition from it). */
   onMode(cb: (mode: ListenerMode) => void): void {
     this.modeCbs.add(cb);
+  }
+
+  /** What a worker without its certificate waits for (from secrets.APIController); callbacks see it while waiting. */
+  setWorkerStatus(s: WorkerCertStatus | undefined): void {
+    this.workerStatus = s;
+    if (s) this.log.info({ reason: workerWaitingReason(s) }, "the API waits for its server certificate");
+    const mode = this.current;
+    if (mode?.kind === "waiting") for (const cb of this.modeCbs) cb(mode);
+  }
+
+  /** Why a waiting node serves only read-only calls, with what it is doing about it. */
+  waitingReason(): string {
+    return workerWaitingReason(this.workerStatus);
   }
 
   /** The mode for the current resources (computing the maintenance certificate if needed). */

@@ -1,6 +1,7 @@
 /**
  * The API server: one grpc-js server whose connections come from our TLS listener, with every service
- * talosctl speaks registered. Handler groups live in handlers/, one file per concern.
+ * talosctl speaks registered. Handler groups live in handlers/, one file per concern. Every call passes
+ * the transport's admission (roles, routing, limits) before its body is read; see transport/.
  */
 import * as grpc from "@grpc/grpc-js";
 import type { AddressInfo } from "node:net";
@@ -17,32 +18,55 @@ import { bindService, type Handlers } from "./transport/service.js";
 import { makeContextFactory } from "./transport/context.js";
 import { ConnectionRegistry } from "./transport/connections.js";
 import { ApiListener, type ListenerMode } from "./transport/listener.js";
+import { admissionInterceptor, type Budget } from "./transport/admission.js";
+import { DEFAULT_LIMITS, type TransportLimits } from "./transport/limits.js";
 import type { ApiDeps } from "./deps.js";
 import { WORKER_WAITING_REASON } from "./identity.js";
 
-export const MAX_MESSAGE = 32 * 1024 * 1024;
+export const MAX_MESSAGE = DEFAULT_LIMITS.maxMessageBytes;
 
 export type ServiceHandlers = Map<DescService, Handlers>;
 
 export class ApiServer {
   readonly grpc: grpc.Server;
   readonly conns = new ConnectionRegistry();
+  /** Calls and request bytes in flight over all connections. */
+  readonly budget: Budget = { calls: 0, inflightBytes: 0 };
+  readonly limits: TransportLimits;
   private listener: ApiListener | undefined;
+  private readonly makeContext = makeContextFactory();
+  private lastCapacityWarning = 0;
 
-  private readonly makeContext;
-
-  constructor(private readonly deps: ApiDeps) {
-    this.grpc = new grpc.Server({
-      "grpc.max_receive_message_length": MAX_MESSAGE,
-      "grpc.max_send_message_length": MAX_MESSAGE,
-      "grpc.keepalive_permit_without_calls": 1,
-    });
-    this.makeContext = makeContextFactory(this.conns, {
-      isLocal: (n) => {
-        const host = n.replace(/^\[|\]$/g, "").replace(/:\d+$/, "");
-        return deps.localNames().includes(host) || deps.localNames().includes(n);
+  constructor(
+    private readonly deps: ApiDeps,
+    limits: Partial<TransportLimits> = {},
+  ) {
+    this.limits = { ...DEFAULT_LIMITS, ...limits };
+    const l = this.limits;
+    const admission = admissionInterceptor(
+      {
+        conns: this.conns,
+        limits: l,
+        waitingReason: WORKER_WAITING_REASON,
+        routing: {
+          isLocal: (n) => {
+            const host = n.replace(/^\[|\]$/g, "").replace(/:\d+$/, "");
+            return deps.localNames().includes(host) || deps.localNames().includes(n);
+          },
+        },
       },
-    }, WORKER_WAITING_REASON);
+      this.budget,
+    );
+    this.grpc = new grpc.Server({
+      "grpc.max_receive_message_length": l.maxMessageBytes,
+      "grpc.max_send_message_length": l.maxMessageBytes,
+      "grpc.max_concurrent_streams": l.maxConcurrentStreams,
+      "grpc.max_connection_idle_ms": l.idleTimeoutMs,
+      "grpc.keepalive_time_ms": l.keepaliveTimeMs,
+      "grpc.keepalive_timeout_ms": l.keepaliveTimeoutMs,
+      "grpc.keepalive_permit_without_calls": 1,
+      interceptors: [admission],
+    });
   }
 
   /** Register every service talosctl may call; methods without a handler answer Unimplemented. */
@@ -54,10 +78,28 @@ export class ApiServer {
   }
 
   async listen(host: string, port: number, mode: ListenerMode): Promise<AddressInfo> {
-    this.listener = new ApiListener(this.grpc, this.conns, mode, {
-      onRejected: (reason, peer) => this.deps.log.warn({ peer, reason }, "TLS connection rejected"),
-    });
+    const log = this.deps.log;
+    this.listener = new ApiListener(
+      this.grpc,
+      this.conns,
+      mode,
+      {
+        onRefused: (r) => {
+          if (r.kind === "certificate") log.info({ peer: r.peer, reason: r.reason, alert: r.alert }, "client certificate refused");
+          else if (r.kind === "limit") this.warnCapacity(r.reason);
+          else log.debug({ peer: r.peer, reason: r.reason }, "connection closed before TLS completed");
+        },
+        onAcceptError: (err) => this.warnCapacity(`accept failed: ${err.message}`),
+        onReaped: (peer) => log.debug({ peer }, "connection was gone without notice; socket released"),
+      },
+      this.limits,
+    );
     return this.listener.listen(host, port);
+  }
+
+  /** Open TCP connections on the API port, in any state. */
+  get openSockets(): number {
+    return this.listener?.openSockets ?? 0;
   }
 
   setMode(mode: ListenerMode): void {
@@ -65,7 +107,7 @@ export class ApiServer {
     const leavingMaintenance = this.listener.currentMode === "maintenance" && mode.kind !== "maintenance";
     this.listener.setMode(mode);
     // Maintenance connections must not outlive maintenance mode: they carry no client identity.
-    if (leavingMaintenance) this.conns.closeMaintenance(2000);
+    if (leavingMaintenance) this.listener.closeMaintenance(2000);
   }
 
   rotate(identity: Parameters<ApiListener["rotateIdentity"]>[0]): void {
@@ -75,5 +117,13 @@ export class ApiServer {
   async close(): Promise<void> {
     await this.listener?.close();
     this.grpc.forceShutdown();
+  }
+
+  /** At most one warning per 10 s: a flood of refused connections must not become a flood of log lines. */
+  private warnCapacity(reason: string): void {
+    const now = Date.now();
+    if (now - this.lastCapacityWarning < 10_000) return;
+    this.lastCapacityWarning = now;
+    this.deps.log.warn({ reason }, "API connection refused");
   }
 }

@@ -4,7 +4,7 @@
  * with the filesystem UUID, label, block size and size where the format records them. Read-only; anything
  * unrecognised is "" (nothing found).
  */
-import { open } from "node:fs/promises";
+import { open, realpath } from "node:fs/promises";
 
 export interface ProbeResult {
   name: string;
@@ -98,6 +98,5 @@ export async function probeVolume(path: string, offset = 0, size = Number.MAX_SA
 
 /** The sysfs device path of a kernel block device (`/sys/devices/...`), or "" when there is none. */
 export async function sysfsDevicePath(name: string, sysRoot = "/sys"): Promise<string> {
-  const { realpath } = await import("node:fs/promises");
   return realpath(`${sysRoot}/class/block/${name}`).catch(() => "");
 }

@@ -15,9 +15,13 @@ export interface BuildInfo {
   arch: string;
 }
 
-export function buildInfo(): BuildInfo {
+let built: Readonly<BuildInfo> | undefined;
+
+/** Made once: every Version call asks, and none of it changes while the process runs. */
+export function buildInfo(): Readonly<BuildInfo> {
+  if (built) return built;
   const arch = process.arch === "x64" ? "amd64" : process.arch;
-  return {
+  return (built = {
     tag: API_TAG,
     sha: process.env.MACHINED_SHA ?? "machined",
     built: process.env.MACHINED_BUILT ?? "",
@@ -25,5 +29,5 @@ export function buildInfo(): BuildInfo {
     goVersion: `node ${process.version}`,
     os: "linux",
     arch,
-  };
+  });
 }

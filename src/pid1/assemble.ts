@@ -26,7 +26,9 @@ import type { CgroupManager } from "../host/cgroups.js";
 import type { ControllerRuntime } from "../state/runtime/index.js";
 import { ApiServer } from "../api/server.js";
 import { buildServices } from "../api/services.js";
-import { ApiIdentity, WORKER_WAITING_REASON } from "../api/identity.js";
+import { ApiIdentity } from "../api/identity.js";
+import { TrustdGrpcServer } from "../api/trustd/server.js";
+import { TRUSTD_PORT, TrustdService } from "../supervisor/services/trustd.js";
 import type { ApiDeps } from "../api/deps.js";
 import { buildRegistry, publishDefinitions } from "./registry.js";
 import { startControllers, type ControllerWiring } from "./controllers.js";
@@ -42,6 +44,8 @@ export interface AssembleOptions {
   /** The cgroup folder of this node (a sandbox derives it from its host state folder, unique per node). */
   cgroupPrefix?: string;
   listen: { host: string; port: number };
+  /** trustd on control planes; default the API's host on port 50001 (an ephemeral port when the API's is). */
+  trustd?: { host: string; port: number };
   logLevel: string;
   /** Run daemons (containerd, etcd, ...); false where the host cannot (not root, binaries missing). */
   services: boolean;
@@ -137,7 +141,11 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
   });
 
   let apiEndpoint: { host: string; port: number } | undefined;
+  const identity = new ApiIdentity(state, log);
+  const trustd = new TrustdService(new TrustdGrpcServer({ state, log, ...(o.trustd ?? { host: o.listen.host, port: o.listen.port === 0 ? 0 : TRUSTD_PORT }) }));
   const runtime = startControllers({
+    trustd,
+    onWorkerCertStatus: (s) => identity.setWorkerStatus(s),
     apiEndpoint: () => apiEndpoint,
     state,
     log,
@@ -164,7 +172,7 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
     return [...addrs, "127.0.0.1", "::1", "localhost", ...(hostname ? [hostname] : []), o.listen.host];
   };
   const deps: ApiDeps = { node, state, types, log, platform: { name: "metal", mode: "metal" }, localNames, services, runtime, install };
-  const { api, identity, addr } = await serveApi(deps, o.listen);
+  const { api, addr } = await serveApi(deps, o.listen, identity);
   apiEndpoint = { host: addr.address, port: addr.port };
   log.info(
     {
@@ -192,16 +200,15 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
  * the server certificate) as they change. A worker without its API certificate says so in MachineStatus (and in the
  * errors of calls it can't serve).
  */
-async function serveApi(deps: ApiDeps, listen: { host: string; port: number }): Promise<{ api: ApiServer; identity: ApiIdentity; addr: AddressInfo }> {
-  const { node, log, state } = deps;
+async function serveApi(deps: ApiDeps, listen: { host: string; port: number }, identity: ApiIdentity): Promise<{ api: ApiServer; addr: AddressInfo }> {
+  const { node } = deps;
   const api = new ApiServer(deps);
   api.register(buildServices(deps));
-  const identity = new ApiIdentity(state, log);
-  identity.onMode((mode) => node.setCondition("apid", mode.kind === "waiting" ? WORKER_WAITING_REASON : undefined));
+  identity.onMode((mode) => node.setCondition("apid", mode.kind === "waiting" ? identity.waitingReason() : undefined));
   await node.boot();
   const initial = await identity.initial();
   const addr = await api.listen(listen.host, listen.port, initial);
   identity.start(api);
   node.onRestart(() => api.conns.closeAll());
-  return { api, identity, addr };
+  return { api, addr };
 }

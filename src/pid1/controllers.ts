@@ -12,7 +12,10 @@ import { kubernetesControlPlaneControllers } from "../controllers/k8s/index.js";
 import { rootOSController } from "../controllers/secrets/root-os.js";
 import { rootEtcdController } from "../controllers/secrets/root-etcd.js";
 import { apiCertSANsController } from "../controllers/secrets/api-cert-sans.js";
-import { apiCertsController } from "../controllers/secrets/api-certs.js";
+import { apiCertsController, type WorkerCertStatus } from "../controllers/secrets/api-certs.js";
+import { trustdCertsController } from "../controllers/secrets/trustd-certs.js";
+import { trustdServiceController } from "../controllers/runtime/trustd-service.js";
+import type { TrustdService } from "../supervisor/services/trustd.js";
 import { etcdCertsController } from "../controllers/secrets/etcd-certs.js";
 import { etcdConfigController } from "../controllers/etcd/config.js";
 import { etcdSpecController } from "../controllers/etcd/spec.js";
@@ -52,6 +55,10 @@ export interface ControllerWiring {
   etcdMemberId?: () => Promise<bigint>;
   /** Where the API listens, once it does (apid's health check). */
   apiEndpoint?: () => ApiEndpoint | undefined;
+  /** trustd (built over the API edge's server by the entry wiring), run on control planes. */
+  trustd?: TrustdService;
+  /** What a worker without its API certificate waits for (the API identity shows it). */
+  onWorkerCertStatus?: (s: WorkerCertStatus | undefined) => void;
   /** The supervisor, for the controllers that run services; without it no service is started. */
   services?: ServiceHost;
   serviceOptions?: { containerd?: false | Omit<ContainerdServiceOptions, "stateDir">; etcd?: Partial<Omit<EtcdServiceOptions, "spec" | "pki" | "stateDir">> };
@@ -90,7 +97,8 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
     rootOSController(),
     rootEtcdController(),
     apiCertSANsController(),
-    apiCertsController(),
+    apiCertsController({ onWorkerStatus: w.onWorkerCertStatus }),
+    trustdCertsController(),
     etcdCertsController(),
     etcdConfigController(),
     etcdSpecController(),
@@ -99,6 +107,7 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
     ...kubernetesStatusControllers(),
   ];
   if (w.services) all.push(apiServiceController({ services: w.services, endpoint: () => w.apiEndpoint?.() }));
+  if (w.services && w.trustd) all.push(trustdServiceController({ services: w.services, service: w.trustd }));
   const k = w.kubernetes;
   if (k) {
     all.push(

@@ -6,6 +6,7 @@ import * as path from "node:path";
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
 import { assembleNode, type AssembleOptions, type RunningNode } from "./assemble.js";
+import { createFatalHandler } from "./fatal.js";
 
 export type { RunningNode } from "./assemble.js";
 
@@ -59,8 +60,16 @@ export async function runLocalNode(opts: LocalOptions, handleSignals = true): Pr
   });
   if (unavailable) running.log.info(`system services (containerd, etcd) disabled: ${unavailable}`);
   if (handleSignals) {
+    // An uncaught error ends local mode the way a signal does: the supervised services (each in its own
+    // process group, so they would outlive us) are stopped before the process exits.
+    const sys = { getpid: () => process.pid, sync: () => {}, syncAsync: async () => {}, reboot: () => {} };
+    createFatalHandler({ sys, cleanup: () => running.stop() }).install();
+    // A signal may arrive twice (a terminal and a supervisor both forward it): stop once, ignore repeats.
+    let stopping = false;
     for (const sig of ["SIGINT", "SIGTERM"] as const) {
-      process.once(sig, () => {
+      process.on(sig, () => {
+        if (stopping) return;
+        stopping = true;
         running.log.info({ signal: sig }, "stopping");
         void running.stop().finally(() => process.exit(0));
       });

@@ -142,6 +142,11 @@ describe("a worker config (no OS CA key: its certificate must come from a contro
         expect(s.status.ready).toBe(false);
         expect(s.status.unmetConditions.find((u) => u.name === "apid")?.reason).toMatch(/trustd/);
       });
+      // It asks the cluster endpoint's trustd (nothing of this cluster listens there) and says so, with the failure.
+      await eventually(async () => {
+        const reason = w.node.node.status.current.status.unmetConditions.find((u) => u.name === "apid")?.reason;
+        expect(reason).toMatch(/; asking 127\.0\.0\.1:50001; last attempt failed: 127\.0\.0\.1:50001: rpc error: code = \w+ desc = ./);
+      }, 15_000);
       const reader = insecureClient(w);
       await eventually(async () => {
         await expect(reader.unary(MachineService, "Reboot", m.RebootRequestSchema, m.RebootResponseSchema, {})).rejects.toMatchObject({

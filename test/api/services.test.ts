@@ -22,7 +22,7 @@ const testService: Service = {
   runner: () => new ProcessRunner({ args: ["sh", "-c", "echo hello from testsvc; exec sleep 1000"], gracefulStopMs: 2000 }),
 };
 
-/** A control plane: workers get their API certificate from trustd, which local mode does not have. */
+/** A control plane (it runs trustd; a worker would wait for a control plane's trustd to sign its API certificate). */
 async function configuredNode(cfg: "controlplane", extra: Parameters<typeof startNode>[0] = {}): Promise<{ h: Harness; admin: TestClient }> {
   const h = await startNode(extra);
   try {
@@ -76,6 +76,9 @@ describe("services without daemons", () => {
     h.node.services.supervisor.load(testService);
     h.node.services.supervisor.start("testsvc");
     await h.node.services.supervisor.waitFor("testsvc", "up", AbortSignal.timeout(10_000));
+    // The in-process services settle (health checks pass) before the log tests follow machined's log, where
+    // every service transition is written.
+    for (const id of ["apid", "trustd"]) await h.node.services.supervisor.waitFor(id, "up", AbortSignal.timeout(15_000));
   });
   afterAll(async () => {
     admin?.close();
@@ -84,7 +87,7 @@ describe("services without daemons", () => {
 
   it("lists every service with events and health", async () => {
     const list = await serviceList(admin);
-    // Upstream's names: apid on every configured node, trustd on control planes (listed, but not implemented).
+    // Upstream's names: apid on every configured node, trustd on control planes.
     expect(list.map((s) => s.id)).toEqual(["apid", "machined", "testsvc", "trustd"]);
     for (const s of list) {
       expect(s.events?.events.length).toBeGreaterThan(0);
@@ -95,14 +98,16 @@ describe("services without daemons", () => {
       expect(s.state).toBe("Running");
       expect(s.health?.unknown).toBe(true);
     }
-    // apid's health check dials the API port, as upstream's does.
+    // apid's and trustd's health checks dial their ports (50000, 50001 upstream), as upstream's do.
     await eventually(async () => {
-      const apid = (await serviceList(admin)).find((s) => s.id === "apid");
-      expect(apid).toMatchObject({ state: "Running", health: { unknown: false, healthy: true } });
+      const now = await serviceList(admin);
+      for (const id of ["apid", "trustd"]) {
+        expect(now.find((s) => s.id === id)).toMatchObject({ state: "Running", health: { unknown: false, healthy: true } });
+      }
     }, 10_000);
-    const trustd = list.find((s) => s.id === "trustd");
-    expect(trustd?.state).toBe("Waiting");
-    expect(trustd?.events?.events.at(-1)?.msg).toMatch(/^Waiting for multi-node support \(trustd is not implemented yet/);
+    const trustd = (await serviceList(admin)).find((s) => s.id === "trustd")!;
+    expect(trustd.events?.events.map((e) => e.msg)).toEqual(expect.arrayContaining(["Waiting for trustd certificate", "Service started as goroutine"]));
+    expect(text(await logs(admin, { id: "trustd" }))).toMatch(/trustd: serving on 127\.0\.0\.1:\d+/);
     // Daemons stay off in this harness: nothing but the two above.
     expect(h.node.services.enabled).toBe(false);
   });

@@ -1,11 +1,12 @@
 /**
  * Per-call context: who is calling (roles), how they connected, and what they asked to be routed to.
- * Built once per call by the transport, after authorisation and node routing have been checked.
+ * The transport's admission (admission.ts) decided all of it before the request body was read; the
+ * context only hands it to the handler. The cancellation signal is made when a handler first asks for it:
+ * most calls never do, and grpc-js reports every finished call as cancelled.
  */
 import type * as grpc from "@grpc/grpc-js";
-import { isAllowed } from "../../machinery/role.js";
-import { ApiError, Code, permissionDenied } from "../../machinery/errors.js";
-import type { ConnectionRegistry } from "./connections.js";
+import { ApiError, Code } from "../../machinery/errors.js";
+import { admissionOf, type Admission } from "./admission.js";
 
 export interface CallContext {
   method: string;
@@ -16,68 +17,66 @@ export interface CallContext {
   peer: string;
   /** For a legacy `nodes` request that targets this node: the node string to echo as metadata.hostname. */
   echoHostname?: string;
-  /** Aborted when the client cancels or disconnects. */
+  /** Aborted when the client cancels or disconnects (and when the call ends). */
   signal: AbortSignal;
 }
 
 /** The parts of a grpc-js server call the context needs (every call kind has them). */
 export interface SurfaceCall {
-  getPeer(): string;
   metadata: grpc.Metadata;
-  once(event: "cancelled" | "close", listener: () => void): unknown;
+  readonly cancelled: boolean;
+  once(event: "cancelled", listener: () => void): unknown;
 }
 
 export type ContextFactory = (method: string, call: SurfaceCall) => CallContext;
 
-/** Methods that may be sent one-to-many with `nodes` metadata (apid's director). */
-const ONE_TO_MANY_PREFIXES = [
-  "/machine.MachineService/",
-  "/cluster.ClusterService/",
-  "/inspect.InspectService/",
-  "/storage.StorageService/",
-  "/time.TimeService/",
-];
+/** One reason for every aborted call signal: aborting with a reason skips building a DOMException per call. */
+const CALL_ENDED = new ApiError(Code.Canceled, "call cancelled");
 
-export interface RoutingView {
-  /** Names and addresses that refer to this node. */
-  isLocal(node: string): boolean;
+class Context implements CallContext {
+  private ac: AbortController | undefined;
+
+  constructor(
+    readonly method: string,
+    private readonly admission: Admission,
+    private readonly call: SurfaceCall,
+  ) {}
+
+  get roles(): ReadonlySet<string> {
+    return this.admission.conn.roles;
+  }
+
+  get maintenance(): boolean {
+    return this.admission.conn.maintenance;
+  }
+
+  get peer(): string {
+    return this.admission.conn.peer;
+  }
+
+  get metadata(): grpc.Metadata {
+    return this.call.metadata;
+  }
+
+  get echoHostname(): string | undefined {
+    return this.admission.echoHostname;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.ac) {
+      const ac = new AbortController();
+      this.ac = ac;
+      if (this.call.cancelled) ac.abort(CALL_ENDED);
+      else this.call.once("cancelled", () => ac.abort(CALL_ENDED));
+    }
+    return this.ac.signal;
+  }
 }
 
-export function makeContextFactory(conns: ConnectionRegistry, routing: RoutingView, waitingReason = "node is waiting for its API certificate"): ContextFactory {
+export function makeContextFactory(): ContextFactory {
   return (method, call) => {
-    const peer = call.getPeer();
-    const conn = conns.lookup(peer);
-    if (!conn) throw new ApiError(Code.Unavailable, "connection is not registered (closing)");
-    const roles = conn.roles;
-    if (!isAllowed(method, roles)) {
-      if (conn.waiting) throw new ApiError(Code.FailedPrecondition, waitingReason);
-      throw permissionDenied();
-    }
-    const md = call.metadata;
-    let echoHostname: string | undefined;
-    if (!conn.maintenance && !md.get("proxyfrom").length) {
-      const node = md.get("node").map(String);
-      const nodes = md
-        .get("nodes")
-        .map(String)
-        .flatMap((v: string) => v.split(","))
-        .map((v: string) => v.trim())
-        .filter((v: string) => v !== "");
-      if (node.length > 1) throw new ApiError(Code.InvalidArgument, "node metadata must be single-valued");
-      if (node.length === 1 && !routing.isLocal(node[0])) throw permissionDenied("no request forwarding");
-      if (nodes.length > 0) {
-        if (!ONE_TO_MANY_PREFIXES.some((p) => method.startsWith(p))) {
-          throw new ApiError(Code.InvalidArgument, `one-2-many proxying is not supported for method ${method}`);
-        }
-        const remote = nodes.filter((n: string) => !routing.isLocal(n));
-        if (remote.length > 0) throw permissionDenied("no request forwarding");
-        echoHostname = nodes[0];
-      }
-    }
-    const ac = new AbortController();
-    const abort = () => ac.abort();
-    call.once("cancelled", abort);
-    call.once("close", abort);
-    return { method, roles, maintenance: conn.maintenance, metadata: md, peer, echoHostname, signal: ac.signal };
+    const admission = admissionOf(call.metadata);
+    if (!admission) throw new ApiError(Code.Unavailable, "call was not admitted by the transport");
+    return new Context(method, admission, call);
   };
 }

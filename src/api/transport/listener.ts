@@ -1,15 +1,16 @@
 /**
- * The API's TCP listener. We terminate TLS ourselves (node:tls) and hand each authenticated socket to
- * grpc-js through a connection injector. That lets one port switch from maintenance TLS (no client
- * certificate) to mutual TLS in the same process, rotate the server certificate without dropping
- * connections, and apply Talos's extra client check (EKU must be exactly clientAuth) before any call.
+ * The API's listener: the node's TLS modes mapped onto the host's TLS listener, whose authenticated
+ * sockets go to grpc-js through a connection injector. That lets one port switch from maintenance TLS (no
+ * client certificate) to mutual TLS in the same process, rotate the server certificate without dropping
+ * connections, and refuse a client whose certificate breaks Talos's extra rule (EKU exactly clientAuth)
+ * inside the TLS exchange, before any call.
  */
-import * as net from "node:net";
-import * as tls from "node:tls";
-import { constants as cryptoConstants, X509Certificate } from "node:crypto";
 import type * as grpc from "@grpc/grpc-js";
 import { ServerCredentials } from "@grpc/grpc-js";
+import type { AddressInfo } from "node:net";
+import type { X509Certificate } from "node:crypto";
 import { parseRoles, Role } from "../../machinery/role.js";
+import { DEFAULT_LISTENER_LIMITS, TlsListener, type Refusal, type TlsListenerOptions, type TlsServerPolicy } from "../../host/tls-listener.js";
 import type { ConnectionRegistry } from "./connections.js";
 
 export interface TlsIdentity {
@@ -33,27 +34,44 @@ export type ListenerMode =
 
 const CLIENT_AUTH_OID = "1.3.6.1.5.5.7.3.2";
 
+export type SocketLimits = Pick<TlsListenerOptions<unknown>, "maxConnections" | "handshakeTimeoutMs" | "closeGraceMs" | "refuseGraceMs" | "keepAliveMs" | "sweepIntervalMs">;
+
 export interface ListenerEvents {
-  onRejected?: (reason: string, peer: string) => void;
+  onRefused?: (r: Refusal) => void;
+  onAcceptError?: (err: Error) => void;
+  onReaped?: (peer: string) => void;
+}
+
+function policyFor(mode: ListenerMode): TlsServerPolicy {
+  const base = { certPem: mode.identity.certPem, keyPem: mode.identity.keyPem };
+  return mode.kind === "mtls" ? { ...base, clientCAs: mode.clientCAs, checkClient: clientCertificateProblem } : base;
 }
 
 export class ApiListener {
-  private readonly netServer: net.Server;
   private readonly injector: grpc.ConnectionInjector;
-  private tlsServer!: tls.Server;
-  private mode!: ListenerMode;
+  private readonly tls: TlsListener<ListenerMode["kind"]>;
+  private mode: ListenerMode;
 
   constructor(
     grpcServer: grpc.Server,
     private readonly conns: ConnectionRegistry,
     mode: ListenerMode,
-    private readonly events: ListenerEvents = {},
+    events: ListenerEvents = {},
+    limits: Partial<SocketLimits> = {},
   ) {
     this.injector = grpcServer.createConnectionInjector(ServerCredentials.createInsecure());
-    this.setMode(mode);
-    this.netServer = net.createServer({ noDelay: true }, (raw) => {
-      // Each raw connection goes to the TLS server of the mode current at accept time.
-      this.tlsServer.emit("connection", raw);
+    this.mode = mode;
+    this.tls = new TlsListener(policyFor(mode), mode.kind, {
+      ...DEFAULT_LISTENER_LIMITS,
+      ...limits,
+      onAccept: (c) => {
+        const roles = c.clientCertificate ? parseRoles(c.socket.getPeerCertificate().subject?.O) : new Set<string>([Role.Reader]);
+        this.conns.add({ socket: c.socket, peer: c.peer, maintenance: c.tag === "maintenance", waiting: c.tag === "waiting", roles });
+        this.injector.injectConnection(c.socket);
+      },
+      onRefused: events.onRefused,
+      onAcceptError: events.onAcceptError,
+      onReaped: events.onReaped,
     });
   }
 
@@ -61,83 +79,45 @@ export class ApiListener {
     return this.mode.kind;
   }
 
-  listen(host: string, port: number): Promise<net.AddressInfo> {
-    return new Promise((resolve, reject) => {
-      this.netServer.once("error", reject);
-      this.netServer.listen({ host, port, exclusive: true }, () => {
-        this.netServer.off("error", reject);
-        resolve(this.netServer.address() as net.AddressInfo);
-      });
-    });
+  /** Open TCP connections, in any state (handshake, serving, being refused). */
+  get openSockets(): number {
+    return this.tls.size;
+  }
+
+  listen(host: string, port: number): Promise<AddressInfo> {
+    return this.tls.listen(host, port);
   }
 
   /** Switch mode for new connections. Existing connections keep the identity they were accepted with. */
   setMode(mode: ListenerMode): void {
     this.mode = mode;
-    const requestCert = mode.kind === "mtls";
-    const server = tls.createServer({
-      cert: mode.identity.certPem,
-      key: mode.identity.keyPem,
-      ca: mode.kind === "mtls" ? mode.clientCAs : undefined,
-      requestCert,
-      rejectUnauthorized: requestCert,
-      ALPNProtocols: ["h2"],
-      minVersion: "TLSv1.2",
-      // Talos disables session tickets; a resumed session would skip the client-certificate checks below.
-      secureOptions: cryptoConstants.SSL_OP_NO_TICKET,
-    });
-    server.on("secureConnection", (socket) => this.accept(socket, mode));
-    server.on("tlsClientError", (err, socket) => {
-      this.events.onRejected?.(err.message, `${socket.remoteAddress}:${socket.remotePort}`);
-      socket.destroy();
-    });
-    this.tlsServer = server;
+    this.tls.setPolicy(policyFor(mode), mode.kind);
   }
 
   /** Replace the server certificate of the current mode (renewal) without dropping connections. */
   rotateIdentity(identity: TlsIdentity): void {
     this.mode = { ...this.mode, identity } as ListenerMode;
-    this.tlsServer.setSecureContext({
-      cert: identity.certPem,
-      key: identity.keyPem,
-      ca: this.mode.kind === "mtls" ? this.mode.clientCAs : undefined,
-    });
+    this.tls.rotate(identity.certPem, identity.keyPem);
   }
 
-  private accept(socket: tls.TLSSocket, mode: ListenerMode): void {
-    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
-    let roles: ReadonlySet<string>;
-    if (mode.kind === "mtls") {
-      const problem = clientCertificateProblem(socket);
-      if (problem) {
-        this.events.onRejected?.(problem, peer);
-        socket.destroy();
-        return;
-      }
-      roles = parseRoles(socket.getPeerCertificate().subject?.O);
-    } else {
-      roles = new Set([Role.Reader]);
-    }
-    this.conns.add({ socket, maintenance: mode.kind === "maintenance", waiting: mode.kind === "waiting", roles });
-    this.injector.injectConnection(socket);
+  /** Close, after `graceMs`, every connection accepted in maintenance mode (after the node leaves it). */
+  closeMaintenance(graceMs: number): void {
+    this.tls.destroyWhere((kind) => kind === "maintenance", graceMs);
   }
 
-  close(): Promise<void> {
-    return new Promise((resolve) => {
-      this.netServer.close(() => resolve());
-      this.conns.closeAll();
-      this.injector.destroy();
-    });
+  closeAll(): void {
+    this.tls.destroyAll();
+  }
+
+  async close(): Promise<void> {
+    await this.tls.close();
+    this.injector.destroy();
   }
 }
 
 /** Talos's verifyExtKeyUsage: every non-CA certificate in the verified chain must have EKU exactly [clientAuth]. */
-export function clientCertificateProblem(socket: tls.TLSSocket): string | undefined {
-  if (!socket.authorized) return `client certificate rejected: ${socket.authorizationError ?? "not verified"}`;
-  const peer = socket.getPeerX509Certificate();
-  if (!peer) return "client certificate required";
-  const chain: X509Certificate[] = [peer];
-  for (const cert of chain) {
+export function clientCertificateProblem(leaf: X509Certificate): string | undefined {
+  for (let cert: X509Certificate | undefined = leaf; cert; cert = next(cert)) {
     if (cert.ca) continue;
     const eku = cert.keyUsage ?? [];
     if (eku.length !== 1 || eku[0] !== CLIENT_AUTH_OID) {
@@ -145,4 +125,10 @@ export function clientCertificateProblem(socket: tls.TLSSocket): string | undefi
     }
   }
   return undefined;
+}
+
+/** The issuer in the peer's chain, stopping at a self-issued certificate. */
+function next(cert: X509Certificate): X509Certificate | undefined {
+  const issuer = cert.issuerCertificate;
+  return issuer && issuer !== cert && issuer.fingerprint256 !== cert.fingerprint256 ? issuer : undefined;
 }

@@ -53,11 +53,17 @@ function deserializer(schema: DescMessage) {
   };
 }
 
+/** The status a call ends with for whatever its handler threw (any value, even one whose fields throw). */
 export function toStatus(err: unknown): Partial<grpc.StatusObject> {
-  if (err instanceof ApiError) return { code: err.code as number as grpc.status, details: err.message };
-  const e = err as { code?: unknown; message?: string };
-  if (typeof e?.code === "number" && e.code > 0 && e.code <= 16) return { code: e.code, details: e.message ?? "" };
-  return { code: grpc.status.INTERNAL, details: e?.message ?? String(err) };
+  try {
+    if (err instanceof ApiError) return { code: err.code as number as grpc.status, details: err.message };
+    const e = err as { code?: unknown; message?: unknown };
+    const details = typeof e?.message === "string" ? e.message : String(err);
+    if (typeof e?.code === "number" && e.code > 0 && e.code <= 16) return { code: e.code, details };
+    return { code: grpc.status.INTERNAL, details };
+  } catch {
+    return { code: grpc.status.INTERNAL, details: "internal error" };
+  }
 }
 
 /** Build the grpc-js definition + implementation for one service. */

@@ -10,6 +10,7 @@
 import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { execFile } from "node:child_process";
 import { execa } from "execa";
 import { hostFiles, writeFileAtomic, type Files } from "../files/index.js";
 
@@ -61,8 +62,18 @@ export function describeTarget(t: NetTarget): string {
 async function ip(t: NetTarget, args: string[]): Promise<void> {
   check(t);
   const argv = [...(t.kind === "netns" ? ["-n", t.netns] : []), ...args];
-  const r = await execa("ip", argv, { reject: false, timeout: 15_000 });
-  if (r.exitCode !== 0) throw new NetApplyError(`ip ${argv.join(" ")}: ${String(r.stderr || r.stdout).trim()}`, String(r.stderr));
+  // execFile, not execa: out of descriptors, execa 9 leaves the child's 'error' (spawn EMFILE) unhandled, which
+  // kills the process; execFile reports every spawn failure through its callback.
+  const r = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    try {
+      execFile("ip", argv, { timeout: 15_000, encoding: "utf8" }, (err, stdout, stderr) =>
+        resolve({ code: err ? (typeof (err as { code?: unknown }).code === "number" ? ((err as { code: number }).code) : 1) : 0, stdout: String(stdout ?? ""), stderr: String(stderr ?? (err as Error | null)?.message ?? "") }),
+      );
+    } catch (err) {
+      resolve({ code: 1, stdout: "", stderr: (err as Error).message });
+    }
+  });
+  if (r.code !== 0) throw new NetApplyError(`ip ${argv.join(" ")}: ${(r.stderr || r.stdout).trim()}`, r.stderr);
 }
 
 export class NetApplyError extends Error {

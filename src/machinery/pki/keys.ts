@@ -56,6 +56,11 @@ export async function toSigningKey(key: KeyObject): Promise<CryptoKey> {
   return subtle.importKey("pkcs8", der, importParams(key), false, ["sign"]);
 }
 
+/** The public half as a WebCrypto key (a CSR generator needs the pair). */
+export async function toPublicCryptoKey(key: KeyObject): Promise<CryptoKey> {
+  return subtle.importKey("spki", spkiDer(key), importParams(key), true, ["verify"]);
+}
+
 /** SubjectPublicKeyInfo DER of a private (or public) key; @peculiar/x509 accepts it as a public key. */
 export function spkiDer(key: KeyObject): ArrayBuffer {
   const pub = key.type === "private" ? createPublicKey(key) : key;

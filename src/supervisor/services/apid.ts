@@ -1,15 +1,14 @@
 /**
- * The API services upstream lists on every configured node: `apid` (the authenticated Talos API on port 50000)
- * and, on control planes, `trustd` (port 50001, which hands API certificates to joining machines).
+ * `apid`, the authenticated Talos API on port 50000, which upstream lists on every configured node (trustd, the
+ * control planes' other API service, is in trustd.ts).
  *
  * Here the API is served by machined itself, so `apid` is an in-process service: Running while the node is
  * configured, healthy when its port accepts connections (upstream's health check), and its log gets one line per
- * API call (src/api/request-log.ts). trustd is not implemented (it comes with multi-node support), so it is listed
- * as Waiting with that reason instead of pretending to serve.
+ * API call (src/api/request-log.ts).
  */
 import { tcpProbe } from "../../host/net/probe.js";
 import { GoroutineRunner } from "../runners/goroutine.js";
-import type { Condition, Runner, Service } from "../types.js";
+import type { Runner, Service } from "../types.js";
 
 /** Go's log prefix (`2006/01/02 15:04:05 `), as upstream's apid log lines start. */
 export function goLogTime(d = new Date()): string {
@@ -50,31 +49,5 @@ export class ApidService implements Service {
         await tcpProbe(host, ep.port, signal);
       },
     };
-  }
-}
-
-export const TRUSTD_UNAVAILABLE = "multi-node support (trustd is not implemented yet: port 50001 is not served, so joining machines cannot get API certificates here)";
-
-/** Waits until the service is stopped: what trustd would need does not exist in this build. */
-const notImplemented: Condition = {
-  describe: () => TRUSTD_UNAVAILABLE,
-  wait: (signal) =>
-    new Promise<void>((_, reject) => {
-      const fail = () => reject(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
-      if (signal.aborted) fail();
-      else signal.addEventListener("abort", fail, { once: true });
-    }),
-};
-
-export class TrustdService implements Service {
-  readonly id = "trustd";
-
-  conditions(): Condition[] {
-    return [notImplemented];
-  }
-
-  runner(): Runner {
-    // Never reached: the condition above is never met.
-    throw new Error(TRUSTD_UNAVAILABLE);
   }
 }
