@@ -13,6 +13,8 @@ import { assembleNode, type RunningNode } from "./assemble.js";
 import { servicesUnavailableReason } from "./local.js";
 import { adoptState, findSystemDisk, STATE_DIR } from "./state-mounts.js";
 import { prepareKubernetesNode } from "../host/kubernetes-node.js";
+import { dhcp4Lease } from "../host/net/dhcp4-client.js";
+import { pid1Target } from "../host/net/apply.js";
 
 export interface Pid1NodeOptions {
   sys: Syscalls;
@@ -40,7 +42,8 @@ export async function runPid1Node(o: Pid1NodeOptions): Promise<Pid1Node> {
     logLevel: o.logLevel,
     services: !unavailable,
     kubernetes: true,
-    network: { manage: true, pid1: true },
+    // DHCP for `dhcp: true` interfaces from the agent itself: the image has no udhcpc (nor a shell for its script).
+    network: { manage: true, pid1: true, dhcpLease: (link) => dhcp4Lease(pid1Target(), link) },
     install: { insecureRegistries: o.insecureRegistries },
     power: {
       reboot: async () => void (await o.power.reboot()),

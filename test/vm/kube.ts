@@ -16,10 +16,13 @@ import type { TestClient } from "../helpers/client.js";
 /** The guest sees the host as 10.0.2.2: `make registry` (127.0.0.1:5000, the component images) is there. */
 export const GUEST_KUBE_REGISTRY = "10.0.2.2:5000";
 
-/** Every image pull of the node goes to the loopback registry (as test/helpers/sandbox.ts mirrorsPatch). */
+/**
+ * Every image pull of the node goes to the loopback registry (as test/helpers/sandbox.ts mirrorsPatch); registry.local
+ * names the installer there.
+ */
 export function withMirrors(config: string, registry = GUEST_KUBE_REGISTRY): string {
   const ep = `[http://${registry}]`;
-  const patch = `machine:\n  registries:\n    mirrors:\n      registry.k8s.io:\n        endpoints: ${ep}\n      ghcr.io:\n        endpoints: ${ep}\n      docker.io:\n        endpoints: ${ep}\n`;
+  const patch = `machine:\n  registries:\n    mirrors:\n      registry.k8s.io:\n        endpoints: ${ep}\n      ghcr.io:\n        endpoints: ${ep}\n      docker.io:\n        endpoints: ${ep}\n      registry.local:\n        endpoints: ${ep}\n`;
   return applyPatches(config, [parsePatch(patch)]);
 }
 
