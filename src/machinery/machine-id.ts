@@ -1,7 +1,9 @@
 /**
- * /etc/machine-id from the node identity, as upstream derives it (cluster.NodeIdentityController →
- * IdentitySpec.ConvertMachineID): the base62 node id decoded to bytes, the first 16 of them in lowercase hex.
- * So the id the kubelet reports stays the same across reboots, and changes only when the identity does (reset).
+ * /etc/machine-id from the node identity, the way upstream derives it (cluster.NodeIdentityController: the node id
+ * decoded to bytes, the first 16 of them in lowercase hex), so the id the kubelet reports stays the same across
+ * reboots and changes only when the identity does (reset). The decoding is the inverse of this project's node id
+ * encoding (src/controllers/cluster/node-identity.ts: the random bytes as one base62 number); upstream's base62 is a
+ * bit-packing variant, so the same id string gives another machine id there; only stability matters here.
  */
 
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
