@@ -128,9 +128,10 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
     // Upstream's layout: the system containerd for machined's own images, the CRI one for etcd, the kubelet and pods.
     const cri = new Ctr(CRI_CONTAINERD_PATHS.socket);
     const source = { hostsDir: CRI_REGISTRY_HOSTS };
+    const health = w.serviceOptions?.containerd ? w.serviceOptions.containerd.health : undefined;
     all.push(
-      containerdServiceController({ services: w.services, service: { paths: SYSTEM_CONTAINERD_PATHS, cri: false } }),
-      criServiceController({ services: w.services, service: { restrictOomScoreAdj: k.sandbox } }),
+      containerdServiceController({ services: w.services, service: { paths: SYSTEM_CONTAINERD_PATHS, cri: false, health } }),
+      criServiceController({ services: w.services, service: { restrictOomScoreAdj: k.sandbox, health } }),
       etcdServiceController({
         services: w.services,
         state: w.state,

@@ -42,6 +42,9 @@ export async function runPid1Node(o: Pid1NodeOptions): Promise<Pid1Node> {
     logLevel: o.logLevel,
     services: !unavailable,
     kubernetes: true,
+    // The containerd health checks spawn ctr (a Go binary): on a slow machine (measured: a TCG guest on a loaded
+    // host) one spawn takes longer than the default 3 s, so the check never passed and etcd/kubelet never started.
+    serviceOptions: { containerd: { health: { timeoutMs: 20_000 } } },
     // DHCP for `dhcp: true` interfaces from the agent itself: the image has no udhcpc (nor a shell for its script).
     network: { manage: true, pid1: true, dhcpLease: (link) => dhcp4Lease(pid1Target(), link) },
     install: { insecureRegistries: o.insecureRegistries },
