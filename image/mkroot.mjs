@@ -283,7 +283,9 @@ skeleton(STAGE, ["sysroot"]);
 const stageElves = installNodeAndAgent(STAGE);
 addLibraries(STAGE, stageElves);
 
-skeleton(ROOTFS, ["var", "system", "mnt", "etc/cni/net.d", "etc/cri/conf.d", "etc/kubernetes", "opt/cni/bin", "usr/lib/machined"]);
+// /etc/cni, /etc/kubernetes, /usr/libexec/kubernetes, /opt and /etc/cri get writable overlays at boot
+// (src/host/kubernetes-node.ts): they must exist here as the lower layers.
+skeleton(ROOTFS, ["var", "system", "mnt", "etc/cni/net.d", "etc/cri/conf.d", "etc/kubernetes", "usr/libexec/kubernetes", "opt/cni/bin", "usr/lib/machined"]);
 // Mount-point stubs: while switching root the agent bind-mounts the stage's /usr/bin/node and /usr/lib/machined
 // over these, so the ~86 MB node binary exists once (in the stage) and process.execPath stays valid after the
 // switch. Node's libraries (libstdc++, libgcc_s) are copied so the bound binary runs in the new root.
@@ -331,6 +333,19 @@ else if (fs.existsSync(path.join(SYSROOT, "etc/mke2fs.conf"))) copy(path.join(SY
 for (const f of fs.readdirSync(path.join(SYSROOT, CNI_SRC))) {
   copy(path.join(SYSROOT, CNI_SRC, f), path.join(ROOTFS, CNI_DIR, f));
   elves.push(path.join(ROOTFS, CNI_DIR, f));
+}
+// The CNI plugins `make kube-images` builds (bridge, loopback, host-local, portmap and the flannel plugin Debian lacks,
+// static Go binaries) replace Debian's of the same name: the flannel manifest's CNI chain needs them.
+{
+  const cache = path.join(process.env.MACHINED_CACHE ?? "/var/cache/machined", "kube-images", "cni");
+  const dirs = fs.existsSync(cache) ? fs.readdirSync(cache).filter((d) => d.endsWith(`-${ARCH}`)).sort() : [];
+  const tar = dirs.length ? path.join(cache, dirs[dirs.length - 1], "cni-plugins.tar") : undefined;
+  if (tar && fs.existsSync(tar)) {
+    execFileSync("tar", ["-xf", tar, "-C", path.join(ROOTFS, CNI_DIR), "--no-same-owner"]);
+    console.error(`mkroot: CNI plugins from ${tar}: ${execFileSync("tar", ["-tf", tar], { encoding: "utf8" }).split("\n").filter((l) => l && !l.endsWith("/")).map((l) => path.basename(l)).join(" ")}`);
+  } else {
+    console.error(`mkroot: warning: no CNI plugin archive under ${cache} (make kube-images): /opt/cni/bin has Debian's plugins only, without flannel; pods get no network`);
+  }
 }
 const libCount = addLibraries(ROOTFS, elves);
 

@@ -7,12 +7,15 @@
 #                        medium, once installed it boots the installed system, so reboots and upgrades just work)
 #   BOOT=kernel          -kernel/-initrd directly (skips firmware and bootloader, ~5 s faster under TCG)
 #   QEMU_MEM=1024 QEMU_SMP=2 QEMU_PORT=50000 QEMU_APPEND="..." (BOOT=kernel only) QEMU_TIMEOUT=seconds
+#   QEMU_KUBE_PORT=6443  host loopback port forwarded to the guest's Kubernetes API server (empty: none)
+#   QEMU_WATCHDOG=reset  what QEMU does when the guest stops feeding the i6300esb watchdog (debug: only log it)
 #   QEMU_FRESH=1         start from a new copy of disk.raw, empty install disk and firmware variables
 . "$(dirname "$0")/env.sh"
 BOOT=${BOOT:-disk}
 MEM=${QEMU_MEM:-1024}
 SMP=${QEMU_SMP:-2}
 PORT=${QEMU_PORT:-50000}
+KUBE_PORT=${QEMU_KUBE_PORT-6443}
 RUN=${QEMU_RUNDIR:-$OUT/qemu}
 mkdir -p "$RUN"
 [ -f "$OUT/initramfs.zst" ] || { echo "build/$ARCH is empty: run make image ARCH=$ARCH first" >&2; exit 1; }
@@ -33,9 +36,9 @@ case "$ARCH" in
 esac
 [ -f "$RUN/vars.fd" ] || cp "$VARS" "$RUN/vars.fd"
 set -- "$@" -accel tcg -m "$MEM" -smp "$SMP" -nographic -serial mon:stdio \
-  -nic "user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:$PORT-:50000" \
+  -nic "user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:$PORT-:50000${KUBE_PORT:+,hostfwd=tcp:127.0.0.1:$KUBE_PORT-:6443}" \
   -drive "if=none,id=install,format=qcow2,file=$RUN/install.qcow2" -device virtio-blk-pci,drive=install,serial=install,bootindex=0 \
-  -device i6300esb -device virtio-rng-pci
+  -device i6300esb -watchdog-action "${QEMU_WATCHDOG:-reset}" -device virtio-rng-pci
 if [ "$BOOT" = kernel ]; then
   set -- "$@" -kernel "$OUT/vmlinuz" -initrd "$OUT/initramfs.zst" \
     -append "$(cat "$WORK/cmdline") machined.slot=A ${QEMU_APPEND:-}"

@@ -197,6 +197,10 @@ export async function writeLayout(path: string, plan: LayoutPlan, opts: WriteLay
       else if (p.fs === "ext4") await mkfsExt4Region(path, region);
       else if (p.fs === "xfs") await mkfsXfsRegion(io, path, region, plan.sectorSize, true);
     }
+    // The partitions were formatted through their own device nodes, whose page cache is not the whole disk's: the
+    // zeros written above through the disk may still be cached there, and mtools (disk@@offset) would read them
+    // ("non DOS media", seen under a loaded TCG guest). Flushing the disk's buffers makes it read the new filesystems.
+    if (!isFile) await runTool("blockdev", ["--flushbufs", path]);
 
     const meta = plan.partitions.find((p) => p.role === "meta");
     if (meta) {

@@ -52,3 +52,10 @@ export const SCHEDULER_SECRETS = "/system/secrets/kubernetes/kube-scheduler"; //
 export const APISERVER_CONFIG = "/system/config/kubernetes/kube-apiserver"; // KubernetesAPIServerConfigDir
 export const SCHEDULER_CONFIG = "/system/config/kubernetes/kube-scheduler"; // KubernetesSchedulerConfigDir
 export const AUDIT_LOG_DIR = "/var/log/audit/kube"; // KubernetesAuditLogDir
+
+// the node's writable views over the read-only root (upstream: constants.Overlays, mounted over EPHEMERAL)
+export const VAR_SYSTEM_OVERLAYS = "/var/system/overlays"; // VarSystemOverlaysPath
+export const SYSTEM_OVERLAYS = "/system/overlays"; // SystemOverlaysPath (tmpfs: rebuilt every boot)
+export const KUBELET_PLUGINS = "/usr/libexec/kubernetes"; // the kubelet's volume plugin folder
+export const POD_RESOLV_CONF = "/system/resolved/resolv.conf"; // the resolv.conf the kubelet gives pods (KubeletConfiguration.resolvConf)
+export const MACHINE_ID = "/etc/machine-id";

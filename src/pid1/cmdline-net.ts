@@ -1,7 +1,7 @@
 /**
- * Early static network from the kernel command line, applied before the API listens, so the maintenance API
- * is reachable without a config. The image carries no DHCP client (udhcpc needs busybox and a shell), so
- * the address comes from the boot entry:
+ * Early network, applied before the API listens, so the maintenance API is reachable without a config: a static
+ * address from the boot entry, or else a DHCP lease (the agent's own client, src/host/net/dhcp4-client.ts) on the
+ * first ethernet link:
  *
  *   machined.ip=10.0.2.15/24 machined.gw=10.0.2.2 machined.dns=10.0.2.3[,…] [machined.iface=eth0]
  *
@@ -11,6 +11,7 @@
  */
 import { addAddress, replaceRoute, setLinkUp, type NetTarget } from "../host/net/apply.js";
 import { firstEthernet } from "../host/net/sysfs.js";
+import { dhcp4Lease } from "../host/net/dhcp4-client.js";
 
 export interface CmdlineNet {
   iface?: string;
@@ -54,4 +55,26 @@ export async function applyCmdlineNet(t: NetTarget, net: CmdlineNet, waitMs = 20
     await replaceRoute(t, { family, dst: "", gateway: net.gateway, src: "", outLinkName: iface, table: "main", priority: 1024, scope: "global", type: "unicast", protocol: "static" });
   }
   return iface;
+}
+
+/**
+ * No static address on the cmdline: a DHCP lease on the first ethernet link, applied like a static one (the
+ * "cmdline" layer). The lease is not renewed here: a network that serves the machines' boot addresses hands out
+ * long leases (make cluster's dnsmasq: infinite); interfaces the config marks `dhcp: true` are renewed by the
+ * network controllers. Undefined when no server answered.
+ */
+export async function bootDhcp(t: NetTarget, o: { waitMs?: number; timeoutMs?: number } = {}): Promise<{ iface: string; net: CmdlineNet; seconds: number } | undefined> {
+  await setLinkUp(t, "lo", true);
+  const deadline = Date.now() + (o.waitMs ?? 20_000);
+  let iface = firstEthernet();
+  while (!iface && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 200));
+    iface = firstEthernet();
+  }
+  if (!iface) throw new Error("no ethernet link found for DHCP");
+  const lease = await dhcp4Lease(t, iface, { timeoutMs: o.timeoutMs ?? 30_000 });
+  if (!lease) return undefined;
+  const net: CmdlineNet = { iface, address: lease.address, gateway: lease.routers[0], dns: lease.dnsServers };
+  await applyCmdlineNet(t, net);
+  return { iface, net, seconds: lease.leaseSeconds };
 }

@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { ControllerRuntime, type Controller } from "../state/runtime/index.js";
 import type { State } from "../state/types.js";
 import { networkControllers } from "../controllers/network/index.js";
+import type { LeaseFn } from "../controllers/network/dhcp4.js";
 import { coreControllers } from "../controllers/runtime/core.js";
 import { discoverDisks } from "../host/disks.js";
 import { kubernetesControlPlaneControllers } from "../controllers/k8s/index.js";
@@ -46,7 +47,7 @@ export interface ControllerWiring {
   stateDir: string;
   setReadiness(unmet: UnmetCondition[]): void;
   /** Manage the network: only for PID 1 or a named network namespace. */
-  network: { manage: false } | { manage: true; pid1?: boolean; sandbox?: boolean; netns?: string; etcRoot?: string };
+  network: { manage: false } | { manage: true; pid1?: boolean; sandbox?: boolean; netns?: string; etcRoot?: string; dhcpLease?: LeaseFn };
   /** Disk-image files offered as install targets (local mode). */
   diskFiles?: () => string[];
   /** Root of the filesystem view the control plane's secrets and configs are written under; default "/". */
@@ -127,9 +128,10 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
     // Upstream's layout: the system containerd for machined's own images, the CRI one for etcd, the kubelet and pods.
     const cri = new Ctr(CRI_CONTAINERD_PATHS.socket);
     const source = { hostsDir: CRI_REGISTRY_HOSTS };
+    const health = w.serviceOptions?.containerd ? w.serviceOptions.containerd.health : undefined;
     all.push(
-      containerdServiceController({ services: w.services, service: { paths: SYSTEM_CONTAINERD_PATHS, cri: false } }),
-      criServiceController({ services: w.services, service: { restrictOomScoreAdj: k.sandbox } }),
+      containerdServiceController({ services: w.services, service: { paths: SYSTEM_CONTAINERD_PATHS, cri: false, health } }),
+      criServiceController({ services: w.services, service: { restrictOomScoreAdj: k.sandbox, health } }),
       etcdServiceController({
         services: w.services,
         state: w.state,

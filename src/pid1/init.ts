@@ -22,7 +22,7 @@ import { installSignalHandlers } from "./signals.js";
 import { createPower } from "./power.js";
 import { inInitramfs, switchRoot } from "./switch-root.js";
 import { armWatchdog } from "../host/watchdog.js";
-import { applyCmdlineNet, parseCmdlineNet } from "./cmdline-net.js";
+import { applyCmdlineNet, bootDhcp, parseCmdlineNet } from "./cmdline-net.js";
 import { mountSystemDisk, STATE_DIR, unmountSystemDisk } from "./state-mounts.js";
 import { runPid1Node, type Pid1Node } from "./pid1-node.js";
 import { ensureMounts } from "../host/mounts.js";
@@ -125,7 +125,19 @@ async function boot(sys: Syscalls, opts: InitOptions, started: (n: Pid1Node) => 
       bootLog(`network: static config from the cmdline failed: ${(err as Error).message}`);
     }
   } else {
-    bootLog("network: no machined.ip= on the kernel command line; only the machine config configures links");
+    // As upstream in maintenance mode: without a static address, ask DHCP on the first ethernet link, so the API
+    // is reachable before any config names the network.
+    try {
+      const lease = await bootDhcp(pid1Target());
+      if (lease) {
+        writeFileSync("/system/etc/resolv.conf", lease.net.dns.map((d) => `nameserver ${d}\n`).join(""));
+        bootLog(`network: ${lease.iface} ${lease.net.address}${lease.net.gateway ? ` via ${lease.net.gateway}` : ""} by DHCP (lease ${lease.seconds} s)`);
+      } else {
+        bootLog("network: no machined.ip= on the kernel command line and no DHCP offer; only the machine config configures links");
+      }
+    } catch (err) {
+      bootLog(`network: DHCP at boot failed: ${(err as Error).message}`);
+    }
   }
 
   const disk = await mountSystemDisk({ sys, modules, log: bootLog });

@@ -12,6 +12,9 @@ import type { Power } from "./power.js";
 import { assembleNode, type RunningNode } from "./assemble.js";
 import { servicesUnavailableReason } from "./local.js";
 import { adoptState, findSystemDisk, STATE_DIR } from "./state-mounts.js";
+import { prepareKubernetesNode } from "../host/kubernetes-node.js";
+import { dhcp4Lease } from "../host/net/dhcp4-client.js";
+import { pid1Target } from "../host/net/apply.js";
 
 export interface Pid1NodeOptions {
   sys: Syscalls;
@@ -30,13 +33,20 @@ export async function runPid1Node(o: Pid1NodeOptions): Promise<Pid1Node> {
   const stateDir = o.stateDir ?? STATE_DIR;
   const unavailable = servicesUnavailableReason();
   let diskBefore: string | undefined;
+  // The machine runs Kubernetes (CRI, etcd and kubelet containers): modules, writable overlays, pod resolv.conf.
+  const kube = prepareKubernetesNode({ sys: o.sys, modules: o.modules, stateDir, log: o.log });
   const running = await assembleNode({
     stateDir,
     local: false,
     listen: o.listen,
     logLevel: o.logLevel,
     services: !unavailable,
-    network: { manage: true, pid1: true },
+    kubernetes: true,
+    // The containerd health checks spawn ctr (a Go binary): on a slow machine (measured: a TCG guest on a loaded
+    // host) one spawn takes longer than the default 3 s, so the check never passed and etcd/kubelet never started.
+    serviceOptions: { containerd: { health: { timeoutMs: 20_000 } } },
+    // DHCP for `dhcp: true` interfaces from the agent itself: the image has no udhcpc (nor a shell for its script).
+    network: { manage: true, pid1: true, dhcpLease: (link) => dhcp4Lease(pid1Target(), link) },
     install: { insecureRegistries: o.insecureRegistries },
     power: {
       reboot: async () => void (await o.power.reboot()),
@@ -66,5 +76,6 @@ export async function runPid1Node(o: Pid1NodeOptions): Promise<Pid1Node> {
   });
   diskBefore = await findSystemDisk().catch(() => undefined);
   if (unavailable) running.log.warn(`system services (containerd, etcd) disabled: ${unavailable}`);
-  return running;
+  // The overlays hold EPHEMERAL: they go once the services are down, before /var is unmounted.
+  return { ...running, stop: () => running.stop().finally(() => kube.unmount()) };
 }

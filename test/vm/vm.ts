@@ -77,6 +77,8 @@ export interface VmOptions {
   varsFile: string;
   memMiB?: number;
   port?: number;
+  /** host port forwarded to the guest's Kubernetes API server (6443); default: a free one */
+  kubePort?: number;
   /** hard limit for this QEMU process */
   timeoutMs?: number;
   /** "bios": SeaBIOS (QEMU's default x86 firmware) instead of UEFI, so the disk boots through GRUB (amd64 only) */
@@ -102,6 +104,7 @@ export class Vm {
   private constructor(
     readonly opts: VmOptions,
     readonly port: number,
+    readonly kubePort: number,
     readonly logFile: string,
   ) {
     const fw = FIRMWARE[opts.arch];
@@ -109,8 +112,8 @@ export class Vm {
     const args = [
       ...fw.machine,
       "-accel", "tcg", "-m", String(opts.memMiB ?? 2048), "-smp", "2", "-nographic", "-serial", "stdio", "-monitor", "none",
-      "-nic", `user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:${port}-:50000`,
-      "-device", "i6300esb", "-device", "virtio-rng-pci",
+      "-nic", `user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:${port}-:50000,hostfwd=tcp:127.0.0.1:${kubePort}-:6443`,
+      "-device", "i6300esb", "-device", "virtio-rng-pci", ...(process.env.VM_WATCHDOG_DEBUG ? ["-watchdog-action", "debug"] : []),
       ...(opts.noReboot === false ? [] : ["-no-reboot"]),
     ];
     if (opts.arch === "amd64") args.splice(args.indexOf("i6300esb") - 1, 2); // keep i6300esb: q35 has PCI
@@ -163,8 +166,10 @@ export class Vm {
 
   static async start(opts: VmOptions): Promise<Vm> {
     const port = opts.port ?? (await freePort());
+    let kubePort = opts.kubePort ?? (await freePort());
+    while (kubePort === port) kubePort = await freePort();
     const logFile = path.join(TOP, "build", opts.arch, "vm", `${opts.name}.log`);
-    return new Vm(opts, port, logFile);
+    return new Vm(opts, port, kubePort, logFile);
   }
 
   get running(): boolean {

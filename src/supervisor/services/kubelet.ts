@@ -64,6 +64,8 @@ const HOST_RO: [src: string, dst: string][] = [
   ["/etc/os-release", "/etc/os-release"],
   ["/etc/nfsmount.conf", "/etc/nfsmount.conf"],
   ["/etc/resolv.conf", "/etc/resolv.conf"],
+  // KubeletConfiguration.resolvConf on a machine (upstream's path); a sandbox points the kubelet at /etc/resolv.conf.
+  ["/system/resolved/resolv.conf", "/system/resolved/resolv.conf"],
   ["/etc/cni", "/etc/cni"],
   ["/opt/cni/bin", "/opt/cni/bin"],
 ];
