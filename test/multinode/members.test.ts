@@ -35,10 +35,7 @@ import { mirrorsPatch, sandboxSkipReason, startLab, startSandbox, type Lab, type
  * What main still lacks for this test to pass; empty once both have landed. Until then the test is skipped with
  * this reason (it is written against upstream's behaviour, not loosened to today's).
  */
-const SKIP_UNTIL: string[] = [
-  "workers-join (a worker's kubelet registering its Node through TLS bootstrap)",
-  "node-apply (machine.nodeLabels, i.e. node-role.kubernetes.io/control-plane, applied to the control plane's Node)",
-];
+const SKIP_UNTIL: string[] = [];
 
 const IMAGES = ["siderolabs/kubelet", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "coredns/coredns", "siderolabs/flannel", "pause"];
 const skip = (await sandboxSkipReason({ images: IMAGES })) ?? (SKIP_UNTIL.length > 0 ? `waits for ${SKIP_UNTIL.join(" and ")}` : undefined);
