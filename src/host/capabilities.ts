@@ -33,6 +33,7 @@ const die = (what) => { process.stderr.write("fork/exec " + file + ": " + what +
 const caps = capList.split(",").filter(Boolean).map(Number);
 for (const c of caps) if (prctl(24, ul, c, ul, 0, ul, 0, ul, 0) !== 0) die("dropping capability " + c + " from the bounding set");
 prctl(47, ul, 4, ul, 0, ul, 0, ul, 0); // PR_CAP_AMBIENT_CLEAR_ALL (fails harmlessly on kernels without ambient caps)
+prctl(1, ul, 9, ul, 0, ul, 0, ul, 0); // PR_SET_PDEATHSIG SIGKILL: the service dies with machined (kept across execve)
 const hdr = Buffer.alloc(8); hdr.writeUInt32LE(0x20080522, 0);
 const data = Buffer.alloc(24);
 if (capget(hdr, data) !== 0) die("capget");
@@ -101,7 +102,9 @@ export function withDroppedCapabilities(file: string, args: string[], o: DropOpt
   const names = caps.map((c) => CAP_NAMES[c]);
   if ((o.wrapper ?? "setpriv") === "setpriv" && sp && names.every(Boolean)) {
     const drop = names.map((n) => `-${n}`).join(",");
-    return [sp, ["--bounding-set", drop, "--inh-caps", drop, "--", file, ...args]];
+    // --pdeathsig: if machined itself dies (a crash in local mode), the kernel kills the service too, so no
+    // containerd or etcd outlives the agent that supervised it (kept across execve).
+    return [sp, ["--bounding-set", drop, "--inh-caps", drop, "--pdeathsig", "KILL", "--", file, ...args]];
   }
   const koffi = koffiPath();
   if (!koffi) return [file, args];

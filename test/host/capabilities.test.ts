@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { CAP_SYS_BOOT, CAP_SYS_MODULE, parseCapabilities, resolveExecutable, withDroppedCapabilities } from "../../src/host/capabilities.js";
 import { SpawnError, spawnProcess } from "../../src/host/process.js";
 
@@ -66,6 +66,33 @@ describe("dropped capabilities", () => {
       const dropped = bit(CAP_SYS_BOOT) | bit(CAP_SYS_MODULE);
       expect(caps.bounding).toBe(mine.bounding & ~dropped);
       expect(caps.effective).toBe(mine.bounding & ~dropped);
+    });
+  }
+
+  for (const wrapper of ["setpriv", "node"] as const) {
+    it.skipIf(!isRoot || (wrapper === "setpriv" && !resolveExecutable("setpriv")))(`a service started through the ${wrapper} wrapper dies with its supervisor`, async () => {
+      // A stand-in supervisor (a shell) starts the wrapped sleep, prints its pid and is then SIGKILLed: the
+      // sleep must go with it, as containerd and etcd go when machined dies.
+      const [cmd, argv] = withDroppedCapabilities("sleep", ["300"], { wrapper });
+      const q = (a: string) => `'${a.replace(/'/g, "'\\''")}'`;
+      const sup = spawn("sh", ["-c", `${[cmd, ...argv].map(q).join(" ")} & echo $!; wait`], { stdio: ["ignore", "pipe", "inherit"] });
+      const pid = await new Promise<number>((resolve) => sup.stdout!.once("data", (b: Buffer) => resolve(Number(b.toString().trim()))));
+      const alive = (p: number) => {
+        try {
+          const st = readFileSync(`/proc/${p}/stat`, "utf8");
+          return !/^\d+ \([^)]*\) Z/.test(st);
+        } catch {
+          return false;
+        }
+      };
+      // The wrapper has exec'd sleep once /proc shows it.
+      for (let i = 0; i < 200 && !readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("sleep"); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(alive(pid)).toBe(true);
+      sup.kill("SIGKILL");
+      for (let i = 0; i < 200 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
+      const outlived = alive(pid);
+      if (outlived) process.kill(pid, "SIGKILL"); // leave nothing behind when the check fails
+      expect(outlived, "the service outlived its supervisor").toBe(false);
     });
   }
 
