@@ -208,8 +208,11 @@ function installNodeAndAgent(root) {
   // The bill of materials `npm run build` writes beside the bundle (SBOMItems reads it from there).
   const sbom = path.join(path.dirname(AGENT), "sbom.json");
   if (fs.existsSync(sbom)) copy(sbom, path.join(lib, "sbom.json"), 0o644);
-  // scripts/build.mjs: the launcher above runs the bundle machined.cjs next to it, with its V8 code cache.
-  for (const f of ["machined.cjs", "machined.cjs.cache"]) {
+  // scripts/build.mjs: the launcher above runs the bundle machined.cjs next to it, with its V8 code cache. The cache
+  // is written by this host's node, so it goes only into an image of this host's architecture: V8's checks do not
+  // are not known to cover the architecture (the arm64 PID 1 died of SIGSEGV at start with the amd64 cache in).
+  const sameArch = process.arch === NODE_ARCH;
+  for (const f of sameArch ? ["machined.cjs", "machined.cjs.cache"] : ["machined.cjs"]) {
     if (fs.existsSync(path.join(path.dirname(AGENT), f))) copy(path.join(path.dirname(AGENT), f), path.join(lib, f), 0o644);
   }
   // Packages the bundle keeps external because they carry native code: copy them with only this arch's binary.

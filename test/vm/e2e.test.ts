@@ -18,6 +18,8 @@ import { MachineService } from "../../src/machinery/api/gen/machine/machine_pb.j
 import * as m from "../../src/machinery/api/gen/machine/machine_pb.js";
 import { DataSchema } from "../../src/machinery/api/gen/common/common_pb.js";
 import { generateConfigs, type GeneratedConfigs } from "../../src/machinery/generate/index.js";
+import { applyPatches, parsePatch } from "../../src/machinery/config/index.js";
+import { GUEST_KUBE_REGISTRY } from "./kube.js";
 import { apply, talosconfigCreds } from "../api/harness.js";
 import type { TestClient } from "../helpers/client.js";
 import { make, missingVmPrereqs, retry, TOP, version, Vm, type VmDisk } from "./vm.js";
@@ -116,6 +118,10 @@ describe.skipIf(!!skip)(`e2e ${ARCH} in QEMU`, () => {
       installImage: refs.a,
       talosVersion: "v1.13",
     });
+    // etcd runs from its upstream image (registry.k8s.io/etcd), as upstream: the node pulls it from the machine's
+    // loopback registry (make registry; the guest sees the host as 10.0.2.2), which stands in for registry.k8s.io.
+    const etcdMirror = `machine:\n  registries:\n    mirrors:\n      registry.k8s.io:\n        endpoints: [http://${GUEST_KUBE_REGISTRY}]\n`;
+    cfgs = { ...cfgs, controlplane: applyPatches(cfgs.controlplane, [parsePatch(etcdMirror)]) };
   }, 20 * 60_000);
 
   afterAll(() => {
