@@ -29,6 +29,9 @@ export const MAX_MESSAGE = DEFAULT_LIMITS.maxMessageBytes;
 
 export type ServiceHandlers = Map<DescService, Handlers>;
 
+/** The longest a maintenance connection outlives maintenance mode while a call on the node is still in flight. */
+const MAINTENANCE_DRAIN_MS = 30_000;
+
 export class ApiServer {
   readonly grpc: grpc.Server;
   readonly conns = new ConnectionRegistry();
@@ -111,8 +114,21 @@ export class ApiServer {
     if (!this.listener) throw new Error("listener not started");
     const leavingMaintenance = this.listener.currentMode === "maintenance" && mode.kind !== "maintenance";
     this.listener.setMode(mode);
-    // Maintenance connections must not outlive maintenance mode: they carry no client identity.
-    if (leavingMaintenance) this.listener.closeMaintenance(2000);
+    // Maintenance connections must not outlive maintenance mode: they carry no client identity. As upstream's
+    // graceful stop of the maintenance service, the calls in flight (the apply that made the switch, whose reply
+    // comes after its commit) finish first; then they are closed, at the latest after MAINTENANCE_DRAIN_MS.
+    if (leavingMaintenance) this.closeMaintenanceWhenIdle(Date.now() + MAINTENANCE_DRAIN_MS);
+  }
+
+  private closeMaintenanceWhenIdle(deadline: number): void {
+    const listener = this.listener;
+    if (!listener) return;
+    if (this.budget.calls <= 0 || Date.now() >= deadline) {
+      // A short grace still lets the last reply's bytes leave the socket.
+      listener.closeMaintenance(200);
+      return;
+    }
+    setTimeout(() => this.closeMaintenanceWhenIdle(deadline), 50).unref();
   }
 
   rotate(identity: Parameters<ApiListener["rotateIdentity"]>[0]): void {
