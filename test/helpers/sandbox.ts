@@ -7,6 +7,7 @@
  * Needs root, the built agent (dist/), and the component images in the registry; `sandboxSkipReason()` says what is
  * missing. Never match a sandbox with `pkill -f`: its command line is also in the shell that started the test.
  */
+import { gunzipSync } from "node:zlib";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import * as net from "node:net";
@@ -176,4 +177,31 @@ function connects(host: string, port: number): Promise<boolean> {
 /** A temporary folder (removed by the caller) for configs and kubeconfigs. */
 export function workDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `${prefix}-`));
+}
+
+/** Polls `fn` until it stops throwing, at most `ms`; the last error is in the timeout's message. */
+export async function until<T>(what: string, ms: number, fn: () => Promise<T>): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${(err as Error).message}`);
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
+}
+
+/** The one file of a gzipped tar (the Kubeconfig reply). */
+export function untarOne(gz: Uint8Array, name: string): string {
+  const tar = gunzipSync(gz);
+  for (let off = 0; off + 512 <= tar.length; ) {
+    const header = tar.subarray(off, off + 512);
+    const file = header.subarray(0, 100).toString("utf8").replace(/\0.*$/s, "");
+    if (!file) break;
+    const size = parseInt(header.subarray(124, 136).toString("utf8").replace(/\0.*$/s, "").trim(), 8);
+    if (file === name) return tar.subarray(off + 512, off + 512 + size).toString("utf8");
+    off += 512 + Math.ceil(size / 512) * 512;
+  }
+  throw new Error(`${name} is not in the archive`);
 }

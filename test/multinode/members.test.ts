@@ -16,7 +16,6 @@
  * Needs root, dist/ (npm run build) and the images in the loopback registry; skips saying which is missing.
  */
 import * as k8s from "@kubernetes/client-node";
-import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EmptySchema } from "@bufbuild/protobuf/wkt";
 import { parse } from "yaml";
@@ -29,7 +28,7 @@ import { State } from "../../src/machinery/api/gen/cosi/state_pb.js";
 import * as s from "../../src/machinery/api/gen/cosi/state_pb.js";
 import { TestClient, insecureTls, mtls } from "../helpers/client.js";
 import { talosconfigCreds, type Creds } from "../api/harness.js";
-import { mirrorsPatch, sandboxSkipReason, startLab, startSandbox, type Lab, type SandboxNode } from "../helpers/sandbox.js";
+import { mirrorsPatch, sandboxSkipReason, startLab, startSandbox, type Lab, type SandboxNode, until, untarOne } from "../helpers/sandbox.js";
 
 /**
  * What main still lacks for this test to pass; empty once both have landed. Until then the test is skipped with
@@ -85,31 +84,6 @@ const NODE_READER_PATCH = `cluster:
             kind: Group
             name: system:nodes
 `;
-
-async function until<T>(what: string, ms: number, fn: () => Promise<T>): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${(err as Error).message}`);
-      await new Promise((r) => setTimeout(r, 2000));
-    }
-  }
-}
-
-function untarOne(gz: Uint8Array, name: string): string {
-  const tar = gunzipSync(gz);
-  for (let off = 0; off + 512 <= tar.length; ) {
-    const header = tar.subarray(off, off + 512);
-    const file = header.subarray(0, 100).toString("utf8").replace(/\0.*$/s, "");
-    if (!file) break;
-    const size = parseInt(header.subarray(124, 136).toString("utf8").replace(/\0.*$/s, "").trim(), 8);
-    if (file === name) return tar.subarray(off + 512, off + 512 + size).toString("utf8");
-    off += 512 + Math.ceil(size / 512) * 512;
-  }
-  throw new Error(`${name} is not in the archive`);
-}
 
 interface Listed {
   id: string;

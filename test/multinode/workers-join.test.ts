@@ -12,7 +12,6 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { X509Certificate } from "node:crypto";
-import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EmptySchema } from "@bufbuild/protobuf/wkt";
 import { applyPatches, parsePatch } from "../../src/machinery/config/patch/index.js";
@@ -24,7 +23,7 @@ import { State } from "../../src/machinery/api/gen/cosi/state_pb.js";
 import * as cosi from "../../src/machinery/api/gen/cosi/state_pb.js";
 import { TestClient, insecureTls, mtls } from "../helpers/client.js";
 import { talosconfigCreds, type Creds } from "../api/harness.js";
-import { mirrorsPatch, sandboxSkipReason, startLab, startSandbox, type Lab, type SandboxNode } from "../helpers/sandbox.js";
+import { mirrorsPatch, sandboxSkipReason, startLab, startSandbox, type Lab, type SandboxNode, until, untarOne } from "../helpers/sandbox.js";
 
 const IMAGES = ["siderolabs/kubelet", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "coredns/coredns", "siderolabs/flannel", "pause", "library/busybox"];
 const skip = await sandboxSkipReason({ images: IMAGES });
@@ -33,33 +32,6 @@ if (skip) console.log(`skipping the workers-join test: ${skip}`);
 const MIN = 60_000;
 const CP = "wj-cp";
 const WORKER = "wj-w";
-
-/** Polls `fn` until it stops throwing, at most `ms`; the last error is in the timeout's message. */
-async function until<T>(what: string, ms: number, fn: () => Promise<T>): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${(err as Error).message}`);
-      await new Promise((r) => setTimeout(r, 2000));
-    }
-  }
-}
-
-/** The one file of a gzipped tar (the Kubeconfig reply). */
-function untarOne(gz: Uint8Array, name: string): string {
-  const tar = gunzipSync(gz);
-  for (let off = 0; off + 512 <= tar.length; ) {
-    const header = tar.subarray(off, off + 512);
-    const file = header.subarray(0, 100).toString("utf8").replace(/\0.*$/s, "");
-    if (!file) break;
-    const size = parseInt(header.subarray(124, 136).toString("utf8").replace(/\0.*$/s, "").trim(), 8);
-    if (file === name) return tar.subarray(off + 512, off + 512 + size).toString("utf8");
-    off += 512 + Math.ceil(size / 512) * 512;
-  }
-  throw new Error(`${name} is not in the archive`);
-}
 
 const ready = (n: k8s.V1Node) => n.status?.conditions?.find((c) => c.type === "Ready");
 

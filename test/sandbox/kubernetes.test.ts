@@ -12,7 +12,6 @@
  * skips saying which is missing.
  */
 import * as k8s from "@kubernetes/client-node";
-import { gunzipSync } from "node:zlib";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EmptySchema } from "@bufbuild/protobuf/wkt";
@@ -25,7 +24,7 @@ import { ClusterService } from "../../src/machinery/api/gen/cluster/cluster_pb.j
 import { DataSchema } from "../../src/machinery/api/gen/common/common_pb.js";
 import { tlsKeyPem } from "../../src/machinery/pki/pem.js";
 import { TestClient, insecureTls, mtls } from "../helpers/client.js";
-import { mirrorsPatch, sandboxSkipReason, startLab, startSandbox, type Lab, type SandboxNode } from "../helpers/sandbox.js";
+import { mirrorsPatch, sandboxSkipReason, startLab, startSandbox, type Lab, type SandboxNode, until, untarOne } from "../helpers/sandbox.js";
 
 const FROM = "1.36.3";
 const TO = "1.37.2";
@@ -45,33 +44,6 @@ const skip = await imagesSkipReason();
 if (skip) console.log(`skipping the Kubernetes end-to-end test: ${skip}`);
 
 const MIN = 60_000;
-
-/** Polls `fn` until it stops throwing, at most `ms`; the last error is in the timeout's message. */
-async function until<T>(what: string, ms: number, fn: () => Promise<T>): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${(err as Error).message}`);
-      await new Promise((r) => setTimeout(r, 2000));
-    }
-  }
-}
-
-/** The one file of a gzipped tar (the Kubeconfig reply). */
-function untarOne(gz: Uint8Array, name: string): string {
-  const tar = gunzipSync(gz);
-  for (let off = 0; off + 512 <= tar.length; ) {
-    const header = tar.subarray(off, off + 512);
-    const file = header.subarray(0, 100).toString("utf8").replace(/\0.*$/s, "");
-    if (!file) break;
-    const size = parseInt(header.subarray(124, 136).toString("utf8").replace(/\0.*$/s, "").trim(), 8);
-    if (file === name) return tar.subarray(off + 512, off + 512 + size).toString("utf8");
-    off += 512 + Math.ceil(size / 512) * 512;
-  }
-  throw new Error(`${name} is not in the archive`);
-}
 
 const imageTag = (image: string | undefined) => image?.split(":").pop();
 
