@@ -23,6 +23,7 @@ import { DEFAULT_LIMITS, type TransportLimits } from "./transport/limits.js";
 import type { ApiDeps } from "./deps.js";
 import { WORKER_WAITING_REASON } from "./identity.js";
 import { Forwarder } from "./forward/forwarder.js";
+import { refersToThisNode } from "./forward/director.js";
 import type { PoolOptions } from "./forward/pool.js";
 
 export const MAX_MESSAGE = DEFAULT_LIMITS.maxMessageBytes;
@@ -51,10 +52,7 @@ export class ApiServer {
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
     const l = this.limits;
-    const isLocal = (n: string) => {
-      const names = deps.localNames();
-      return names.includes(n) || names.includes(n.replace(/^\[|\]$/g, ""));
-    };
+    const isLocal = (n: string) => refersToThisNode(n, deps.localNames());
     this.forwarder = new Forwarder(deps.state, isLocal, forwarding);
     const admission = admissionInterceptor(
       {

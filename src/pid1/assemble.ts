@@ -31,7 +31,7 @@ import { TrustdGrpcServer } from "../api/trustd/server.js";
 import { TRUSTD_PORT, TrustdService } from "../supervisor/services/trustd.js";
 import type { ApiDeps } from "../api/deps.js";
 import { criClient } from "../host/cri/client.js";
-import { CRI_CONTAINERD_SOCKET } from "../machinery/paths.js";
+import { CRI_CONTAINERD_SOCKET, ETCD_DATA } from "../machinery/paths.js";
 import { buildRegistry, publishDefinitions } from "./registry.js";
 import { startControllers, type ControllerWiring } from "./controllers.js";
 
@@ -139,6 +139,8 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
     leaveEtcd: async () => {
       await services.etcd?.leaveForReset(services.supervisor);
     },
+    // A sandbox's etcd keeps its data in the sandbox's /var/lib/etcd, not in the state folder's etcd/.
+    ephemeralDirs: o.sandbox && o.kubernetes ? [ETCD_DATA] : [],
     ...o.install,
   });
 

@@ -120,6 +120,21 @@ export function route(method: string, md: grpc.Metadata, view: DirectorView): Ro
   return echoHostname === undefined ? LOCAL : { kind: "local", echoHostname };
 }
 
+/**
+ * Whether a `node`/`nodes` target names this node: one of its own names or addresses (exact match, as upstream),
+ * or any loopback address. Upstream dials a loopback target and reaches itself through its own loopback, so
+ * `-e 127.0.0.11 -n 127.0.0.11` through a forwarded port works there; here the same target is served in-process.
+ */
+export function refersToThisNode(target: string, names: readonly string[]): boolean {
+  const bare = target.replace(/^\[|\]$/g, "");
+  return names.includes(target) || names.includes(bare) || isLoopback(bare);
+}
+
+function isLoopback(addr: string): boolean {
+  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(addr)) return addr.split(".").every((o) => Number(o) <= 255);
+  return addr === "::1" || /^::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/i.test(addr);
+}
+
 /** Upstream's backend refuses an empty target or one with a port (the port is always 50000). */
 export function invalidTarget(target: string): string | undefined {
   if (target === "" || hasPort(target)) return `invalid target ${JSON.stringify(target)}`;

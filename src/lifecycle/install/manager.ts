@@ -42,6 +42,11 @@ export interface InstallManagerOptions {
   /** containerd access for pulls (the node's own containerd when it runs). */
   ctr?: () => Ctr | undefined;
   insecureRegistries?: string[];
+  /**
+   * Folders outside the state folder that EPHEMERAL holds in this mode (a sandbox keeps etcd's data in its own
+   * /var/lib/etcd): a reset that wipes EPHEMERAL empties them too.
+   */
+  ephemeralDirs?: string[];
   /** Graceful reset of a control plane: leave etcd first. */
   leaveEtcd?: () => Promise<void>;
   /** Boot tries granted to a new version (default 3). */
@@ -389,6 +394,7 @@ export class InstallManager {
         runReset(seq, plan, {
           node: this.node,
           stateDir: this.o.stateDir,
+          ephemeralDirs: this.o.ephemeralDirs ?? [],
           disk,
           leaveEtcd: this.o.leaveEtcd,
           forgetSystemDisk: async () => {

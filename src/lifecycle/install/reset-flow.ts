@@ -11,7 +11,7 @@ import type { DiskInfo } from "../../host/disks.js";
 import { ApiError, Code } from "../../machinery/errors.js";
 import type { Node } from "../node.js";
 import type { SequenceReporter } from "../sequence.js";
-import { EPHEMERAL_FILES, STATE_FILES, checkLabels, removeStateFiles, wipeDisk, wipePartition, type WipeableLabel } from "./reset.js";
+import { EPHEMERAL_FILES, STATE_FILES, checkLabels, emptyDir, removeStateFiles, wipeDisk, wipePartition, type WipeableLabel } from "./reset.js";
 import type { SystemDisk } from "./system-disk.js";
 import { rebootNow } from "./tasks.js";
 
@@ -59,6 +59,8 @@ export function validateReset(req: ResetRequestLike, disks: { disk: DiskInfo; sy
 export interface ResetEnv {
   node: Node;
   stateDir: string;
+  /** Folders outside stateDir that EPHEMERAL holds here (emptied with it). */
+  ephemeralDirs: string[];
   disk: SystemDisk | undefined;
   leaveEtcd?: () => Promise<void>;
   forgetSystemDisk: () => Promise<void>;
@@ -87,6 +89,7 @@ export async function runReset(seq: SequenceReporter, plan: ResetPlan, env: Rese
             if (env.disk) await wipeDisk(env.disk.path);
             await env.forgetSystemDisk();
             await removeStateFiles(env.stateDir, [...STATE_FILES, ...EPHEMERAL_FILES]);
+            for (const dir of env.ephemeralDirs) await emptyDir(dir);
           },
         ],
       ]);
@@ -98,7 +101,10 @@ export async function runReset(seq: SequenceReporter, plan: ResetPlan, env: Rese
             for (const label of plan.labels) {
               if (env.disk) await wipePartition(env.disk, label);
               if (label === "STATE") await removeStateFiles(env.stateDir, STATE_FILES);
-              if (label === "EPHEMERAL") await removeStateFiles(env.stateDir, EPHEMERAL_FILES);
+              if (label === "EPHEMERAL") {
+                await removeStateFiles(env.stateDir, EPHEMERAL_FILES);
+                for (const dir of env.ephemeralDirs) await emptyDir(dir);
+              }
             }
           },
         ],

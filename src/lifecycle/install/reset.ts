@@ -50,6 +50,15 @@ export async function wipeDisk(path: string): Promise<void> {
   });
 }
 
+/** Removes what a folder holds and keeps the folder (it may be a mount point or a service's bind source). */
+export async function emptyDir(dir: string): Promise<void> {
+  const entries = await files.readdir(dir).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === "ENOENT") return [] as string[];
+    throw e;
+  });
+  for (const e of entries) await files.rm(join(dir, e), { recursive: true, force: true });
+}
+
 export async function removeStateFiles(stateDir: string, names: string[]): Promise<void> {
   for (const n of names) await files.rm(join(stateDir, n), { recursive: true, force: true });
 }

@@ -1,7 +1,7 @@
 /** apid's routing rules (director) and the metadata a forwarded call carries (backend), on plain metadata. */
 import { describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
-import { dialAddress, invalidTarget, route, type DirectorView } from "../../../src/api/forward/director.js";
+import { dialAddress, invalidTarget, refersToThisNode, route, type DirectorView } from "../../../src/api/forward/director.js";
 import { outgoingMetadata } from "../../../src/api/forward/forwarder.js";
 
 const md = (pairs: Record<string, string | string[]>) => {
@@ -15,6 +15,16 @@ const V = "/machine.MachineService/Version";
 const GET = "/cosi.resource.State/Get";
 
 describe("director", () => {
+  it("a target names this node by its own names and addresses, or by any loopback address", () => {
+    const names = ["10.5.0.11", "fd00::11", "node-1"];
+    for (const t of ["10.5.0.11", "node-1", "fd00::11", "[fd00::11]", "127.0.0.1", "127.0.0.11", "127.255.0.9", "::1", "[::1]", "::ffff:127.0.0.11"]) {
+      expect(refersToThisNode(t, names), t).toBe(true);
+    }
+    for (const t of ["10.5.0.12", "node-2", "127.0.0.256", "128.0.0.1", "1127.0.0.1", "::2", "127.0.0.1.example", ""]) {
+      expect(refersToThisNode(t, names), t).toBe(false);
+    }
+  });
+
   it("no routing metadata, or proxyfrom: this node", () => {
     expect(route(V, md({}), controlPlane)).toEqual({ kind: "local" });
     expect(route(V, md({ proxyfrom: "10.0.0.1:50000", nodes: ["a", "b"] }), controlPlane)).toEqual({ kind: "local" });
