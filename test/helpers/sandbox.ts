@@ -99,6 +99,8 @@ export interface SandboxNode {
   stateDir: string;
   /** The node's address (no prefix length): talosctl and the API at `<ip>:50000`. */
   ip: string;
+  /** The agent's process id on the host (the launcher: the sandbox's processes descend from it). */
+  pid: number;
   log(): string;
   stop(): Promise<void>;
 }
@@ -138,6 +140,7 @@ export async function startSandbox(lab: Lab, name: string, n: number, opts: { lo
     name,
     stateDir,
     ip,
+    pid: child.pid!,
     log: () => (existsSync(logFile) ? readFileSync(logFile, "utf8") : ""),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
