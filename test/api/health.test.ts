@@ -15,7 +15,8 @@ import { MachineStatusType, RUNTIME_NS, ServiceType } from "../../src/machinery/
 import { DiagnosticType } from "../../src/machinery/resources/types/security.js";
 import { InMemoryState } from "../../src/state/inmem.js";
 import { ControllerRuntime } from "../../src/state/runtime/index.js";
-import { defaultClusterChecks, iBytes, K8S_CHECK_NAMES, MIN_EPHEMERAL_BYTES, type CheckEnv } from "../../src/lifecycle/health/checks.js";
+import { defaultClusterChecks, iBytes, K8S_CHECK_NAMES, MIN_EPHEMERAL_BYTES, type CheckEnv, type NodeReads } from "../../src/lifecycle/health/checks.js";
+import { localNodeReads, unreachableNodeReads, type LocalReadsOptions } from "../../src/lifecycle/health/reads.js";
 import { NO_KUBERNETES } from "../../src/lifecycle/health/kubernetes.js";
 import type { KubeApiFactory, KubeApiOptions } from "../../src/host/kube/api.js";
 import { MemoryKubeApi } from "../../src/host/kube/memory.js";
@@ -77,15 +78,23 @@ function healthyState(): InMemoryState {
   return s;
 }
 
-function env(s: InMemoryState, over: Partial<CheckEnv> = {}): CheckEnv {
+interface EnvOptions extends Partial<Omit<LocalReadsOptions, "state" | "platformMode">> {
+  containerMode?: boolean;
+  /** Other nodes' reads by address; any other address cannot be asked. */
+  remote?: Record<string, NodeReads>;
+}
+
+function env(s: InMemoryState, over: Partial<CheckEnv> & EnvOptions = {}): CheckEnv {
   const api = oneNodeCluster();
+  const { containerMode, memTotalKiB, etcdMembers, remote, ...rest } = over;
+  const local = localNodeReads({ state: s, platformMode: containerMode ? "container" : "metal", memTotalKiB: memTotalKiB ?? (async () => 8 * 1024 * 1024), etcdMembers });
   return {
     state: s,
     cluster: clusterInfoFromLists([LOCAL], []),
     isLocal: (ip) => ip === LOCAL,
-    memTotalKiB: async () => 8 * 1024 * 1024,
+    node: (ip) => (ip === LOCAL ? local : (remote?.[ip] ?? unreachableNodeReads(ip, "not asked in this test"))),
     kubernetes: async () => api,
-    ...over,
+    ...rest,
   };
 }
 
@@ -200,7 +209,7 @@ describe("cluster checks on this node's state", () => {
     await expect(run(check(small, "all nodes memory sizes"))).rejects.toThrow(
       'node "10.5.0.2" does not meet memory requirements: expected at least 1698 MiB, actual 1024 MiB',
     );
-    await expect(run(check({ ...small, containerMode: true }, "all nodes memory sizes"))).resolves.toBeUndefined();
+    await expect(run(check(env(s, { memTotalKiB: async () => 1024 * 1024, containerMode: true }), "all nodes memory sizes"))).resolves.toBeUndefined();
     put(s, RUNTIME_NS, VolumeStatusType.type, "EPHEMERAL", { phase: "ready", type: "directory", location: "/state", size: 2 * GiB });
     expect(iBytes(MIN_EPHEMERAL_BYTES)).toBe("3.8 GiB");
     await expect(run(check(env(s), "all nodes disk sizes"))).rejects.toThrow(
