@@ -10,8 +10,8 @@ import {
   KubeletSpecType,
   NodenameType,
   type KubeletConfigSpec,
-  type NodenameSpec,
 } from "../../machinery/resources/types/k8s.js";
+import { NodeIPType } from "../../machinery/resources/types/k8s-status.js";
 import type { Controller, ReconcileContext } from "../../state/runtime/index.js";
 import { machineType, machineTypeInput } from "../../machinery/resources/types/config.js";
 import { NETWORK_NS, NODE_ADDRESS, NodeAddressType, nodeAddressIPs } from "../../machinery/resources/types/network.js";
@@ -19,9 +19,6 @@ import { readSpec } from "../../machinery/resources/read.js";
 import { args, mergeArgs, renderArgs, type Args } from "../../machinery/kubernetes/args.js";
 import { KUBELET_ID } from "./kubelet-config.js";
 import { kubeletConfiguration, type KubeletConfigurationOptions } from "../../machinery/kubernetes/kubelet-configuration.js";
-
-/** Upstream's NodeIP resource, if anyone publishes it; otherwise the routed addresses are used. */
-const NODE_IP_TYPE = "NodeIPs.kubernetes.talos.dev";
 
 export interface KubeletSpecOptions {
   /** Container mode: the kubelet must not insist on protecting kernel defaults. */
@@ -37,19 +34,19 @@ export function kubeletSpecController(opts: KubeletSpecOptions = {}): Controller
     inputs: [
       { namespace: K8S_NS, type: KubeletConfigType.type, id: KUBELET_ID, kind: "weak" },
       { namespace: K8S_NS, type: NodenameType.type, id: "nodename", kind: "weak" },
-      { namespace: K8S_NS, type: NODE_IP_TYPE, id: KUBELET_ID, kind: "weak" },
+      { namespace: K8S_NS, type: NodeIPType.type, id: KUBELET_ID, kind: "weak" },
       { namespace: NETWORK_NS, type: NodeAddressType.type, kind: "weak" },
       machineTypeInput,
     ],
     outputs: [{ type: KubeletSpecType.type, kind: "exclusive" }],
     reconcile(ctx) {
-      const cfg = ctx.get({ namespace: K8S_NS, type: KubeletConfigType.type, id: KUBELET_ID })?.spec as KubeletConfigSpec | undefined;
+      const cfg = readSpec(ctx, KubeletConfigType, KUBELET_ID);
       if (!cfg) {
         ctx.destroy(ptr);
         return;
       }
       const mt = machineType(ctx);
-      const nodename = ctx.get({ namespace: K8S_NS, type: NodenameType.type, id: "nodename" })?.spec as NodenameSpec | undefined;
+      const nodename = readSpec(ctx, NodenameType, "nodename");
       if (!mt || !nodename) return; // Upstream also waits for these instead of publishing a partial spec.
       ctx.apply({ ...ptr, spec: kubeletSpec(cfg, mt, nodename.nodename, nodeIPs(ctx), opts) });
     },
@@ -90,7 +87,7 @@ export function kubeletSpec(cfg: KubeletConfigSpec, mt: MachineTypeName, nodenam
 
 /** Node IPs: upstream's NodeIP resource when present, else the first routed IPv4 and IPv6 address. */
 function nodeIPs(ctx: ReconcileContext): string[] {
-  const nodeIP = ctx.get({ namespace: K8S_NS, type: NODE_IP_TYPE, id: KUBELET_ID })?.spec as { addresses?: string[] } | undefined;
+  const nodeIP = readSpec(ctx, NodeIPType, KUBELET_ID);
   if (nodeIP?.addresses?.length) return [...nodeIP.addresses];
   const addrs = nodeAddressIPs(readSpec(ctx, NodeAddressType, NODE_ADDRESS.routedNoK8s));
   const v4 = addrs.find((a) => !a.includes(":"));
