@@ -28,6 +28,8 @@ import { dedupReporter, SkipCheck, waitChecks, type ClusterCheck } from "../../s
 import type { ApiDeps } from "../../src/api/deps.js";
 import { healthHandlers, NO_CLIENT_CERTIFICATE, type HealthOptions } from "../../src/api/handlers/health.js";
 import { BackendPool } from "../../src/api/forward/pool.js";
+import { StatusError } from "../../src/api/forward/backend.js";
+import * as grpc from "@grpc/grpc-js";
 import { inspectHandlers } from "../../src/api/handlers/inspect.js";
 import type { CallContext } from "../../src/api/transport/context.js";
 
@@ -503,6 +505,25 @@ describe("ClusterService.HealthCheck handler and other nodes", () => {
     expect(error?.message).toBe(
       'context deadline exceeded: waiting for apid to be ready: error getting version from node "10.5.0.3": rpc error: code = Unavailable desc = no client certificate to forward with',
     );
+  });
+
+  it("a forwarded read goes one-to-one to the node with the caller's roles as talos-role, proxyfrom set, and a deadline", async () => {
+    const calls: { target: string; path: string; roles: unknown[]; proxyfrom: unknown[]; deadline?: number }[] = [];
+    const pool = {
+      get: (target: string) => ({
+        open: async (path: string, md: grpc.Metadata, deadline?: number) => {
+          calls.push({ target, path, roles: md.get("talos-role"), proxyfrom: md.get("proxyfrom"), deadline });
+          throw new StatusError(grpc.status.UNAVAILABLE, "test backend");
+        },
+      }),
+    } as unknown as BackendPool;
+    const started = Date.now();
+    await callHealth(healthyState(), twoNodes, fakeClock(), recordingFactory(), { forwarder: { pool, isLocal: () => false, canForward: () => true } });
+    expect(calls.length).toBeGreaterThan(0);
+    expect(calls[0]).toMatchObject({ target: W, path: "/machine.MachineService/Version", roles: ["os:operator"], proxyfrom: ["unknown"] });
+    // The default per-read deadline: 10 s.
+    expect(calls[0].deadline! - started).toBeGreaterThanOrEqual(9_000);
+    expect(calls[0].deadline! - started).toBeLessThanOrEqual(11_000);
   });
 });
 
