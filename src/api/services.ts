@@ -25,7 +25,7 @@ import { inspectHandlers } from "./handlers/inspect.js";
 import { ImageService } from "../machinery/api/gen/machine/image_pb.js";
 import { LifecycleService } from "../machinery/api/gen/machine/lifecycle_pb.js";
 import { StorageService } from "../machinery/api/gen/storage/storage_pb.js";
-import { imageHandlers } from "./handlers/images.js";
+import { imageHandlers, legacyImageHandlers } from "./handlers/images.js";
 import { lifecycleHandlers } from "./handlers/lifecycle.js";
 import { storageHandlers } from "./handlers/storage.js";
 import { upgradeHandlers } from "./handlers/upgrade.js";
@@ -76,6 +76,7 @@ function buildHandlers(deps: ApiDeps, forwarder: HealthOptions["forwarder"]): Se
     ...metaHandlers(deps),
     ...netstatHandlers(deps),
     ...pcapHandlers(deps),
+    ...legacyImageHandlers(deps),
   };
   return new Map<DescService, Handlers>([
     [MachineService, machine],

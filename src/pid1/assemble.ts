@@ -21,7 +21,7 @@ import { InstallManager, type InstallManagerOptions } from "../lifecycle/install
 import type { MachineConfig } from "../machinery/config/index.js";
 import { readSpec } from "../machinery/resources/read.js";
 import { HOSTNAME_ID, HostnameStatusType, NODE_ADDRESS, NodeAddressType, nodeAddressIPs } from "../machinery/resources/types/network.js";
-import type { ContainerdServiceOptions, EtcdServiceOptions } from "../supervisor/index.js";
+import { Ctr, CRI_CONTAINERD_PATHS, type ContainerdServiceOptions, type EtcdServiceOptions } from "../supervisor/index.js";
 import type { CgroupManager } from "../host/cgroups.js";
 import type { ControllerRuntime } from "../state/runtime/index.js";
 import { ApiServer } from "../api/server.js";
@@ -132,10 +132,13 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
       },
     },
   });
+  const criCtr = new Ctr(CRI_CONTAINERD_PATHS.socket);
   install = new InstallManager({
     node,
     stateDir: o.stateDir,
     ctr: () => (services.supervisor.info("containerd")?.state === "Running" ? services.containerd?.ctr : undefined),
+    // The kubelet's containerd, for `talosctl image` with the CRI driver (its default) and upgrade-k8s's pre-pulls.
+    criCtr: o.kubernetes ? () => (services.supervisor.info("cri")?.state === "Running" ? criCtr : undefined) : undefined,
     leaveEtcd: async () => {
       await services.etcd?.leaveForReset(services.supervisor);
     },

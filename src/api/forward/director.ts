@@ -122,12 +122,15 @@ export function route(method: string, md: grpc.Metadata, view: DirectorView): Ro
 
 /**
  * Whether a `node`/`nodes` target names this node: one of its own names or addresses (exact match, as upstream),
- * or any loopback address. Upstream dials a loopback target and reaches itself through its own loopback, so
- * `-e 127.0.0.11 -n 127.0.0.11` through a forwarded port works there; here the same target is served in-process.
+ * or, when the API listens on a wildcard address (`names` holds 0.0.0.0 or ::, as on a real node), any loopback
+ * address: upstream dials such a target and reaches itself through its own loopback, so `-e 127.0.0.11 -n
+ * 127.0.0.11` through a forwarded port works there. A node listening on 127.0.0.1 only (local mode) is not
+ * reached at 127.0.99.99, so that target is dialed and refused, as upstream's would be.
  */
 export function refersToThisNode(target: string, names: readonly string[]): boolean {
   const bare = target.replace(/^\[|\]$/g, "");
-  return names.includes(target) || names.includes(bare) || isLoopback(bare);
+  if (names.includes(target) || names.includes(bare)) return true;
+  return (names.includes("0.0.0.0") || names.includes("::")) && isLoopback(bare);
 }
 
 function isLoopback(addr: string): boolean {

@@ -4,12 +4,12 @@
  * (supervisor/ctr-import.ts). Replies with the first imported image's name; upstream's checks and texts.
  */
 import type { ImageServiceImportRequest } from "../../machinery/api/gen/machine/image_pb.js";
-import { ApiError, Code, failedPrecondition, invalidArgument } from "../../machinery/errors.js";
+import { ApiError, Code, invalidArgument } from "../../machinery/errors.js";
 import { importImages } from "../../host/ctr-import.js";
 import type { Handlers } from "../transport/service.js";
 import type { CallContext } from "../transport/context.js";
 import type { ApiDeps } from "../deps.js";
-import { containerdNamespace } from "./images.js";
+import { containerdStore, imageManager } from "./images.js";
 
 export function imageImportHandlers(deps: ApiDeps): Handlers {
   return {
@@ -17,10 +17,9 @@ export function imageImportHandlers(deps: ApiDeps): Handlers {
       const it = reqs[Symbol.asyncIterator]();
       const first = await it.next();
       if (first.done || first.value.request.case !== "containerd") throw invalidArgument("containerd instance is required");
-      const ns = containerdNamespace(first.value.request.value);
-      const running = deps.services?.supervisor.info("containerd")?.state === "Running";
-      const ctr = running ? deps.services?.containerd?.ctr : undefined;
-      if (!ctr) throw failedPrecondition("containerd is not running on this node, so it has no image store to import into");
+      const store = containerdStore(first.value.request.value);
+      const ns = store.namespace;
+      const ctr = imageManager(deps).containerd(store);
       let bad: ApiError | undefined;
       const chunks = async function* () {
         for (let r = await it.next(); !r.done; r = await it.next()) {

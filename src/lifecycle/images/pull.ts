@@ -57,6 +57,11 @@ export interface PullRequest {
   ref: string;
   /** containerd namespace (system or k8s.io); only used on the containerd path. */
   namespace?: string;
+  /**
+   * The containerd to pull into instead of the puller's own (the CRI one, for images the kubelet runs). A pull for
+   * a given containerd never falls back to our cache: that image would be where nothing runs it.
+   */
+  into?: Ctr;
   /** Mirrors, credentials and TLS settings from the machine config (machine.registries and the Registry* documents). */
   registries?: Registries;
   onProgress?: (p: PullProgress) => void;
@@ -94,7 +99,7 @@ export class ImagePuller {
       return { ref, name: pinnedName(ref, top.digest), digest: top.digest, manifest, source: layout, via: "oci-layout" };
     }
 
-    const ctr = this.o.ctr?.();
+    const ctr = req.into ?? this.o.ctr?.();
     if (ctr) {
       const content = new ContainerdContent(ctr, req.namespace ?? "system");
       const before = await content.imageDigest(ref.full).catch(() => undefined);

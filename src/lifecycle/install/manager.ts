@@ -41,6 +41,8 @@ export interface InstallManagerOptions {
   images?: ImageManager;
   /** containerd access for pulls (the node's own containerd when it runs). */
   ctr?: () => Ctr | undefined;
+  /** The CRI containerd where the node runs Kubernetes (the image service's CRI store). */
+  criCtr?: () => Ctr | undefined;
   insecureRegistries?: string[];
   /**
    * Folders outside the state folder that EPHEMERAL holds in this mode (a sandbox keeps etcd's data in its own
@@ -82,6 +84,7 @@ export class InstallManager {
         cacheDir: o.stateDir,
         arch: this.arch,
         ctr: o.ctr,
+        criCtr: o.criCtr,
         insecureRegistries: o.insecureRegistries,
         fetch: o.fetch,
         registries: () => registriesOf(o.node.activeConfig),

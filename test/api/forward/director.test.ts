@@ -15,8 +15,11 @@ const V = "/machine.MachineService/Version";
 const GET = "/cosi.resource.State/Get";
 
 describe("director", () => {
-  it("a target names this node by its own names and addresses, or by any loopback address", () => {
-    const names = ["10.5.0.11", "fd00::11", "node-1"];
+  it("a target names this node by its own names and addresses, or by any loopback address where the API listens on every address", () => {
+    // Local mode: the API on 127.0.0.1 only; another loopback address is not this node.
+    expect(refersToThisNode("127.0.0.1", ["127.0.0.1", "::1"])).toBe(true);
+    expect(refersToThisNode("127.0.99.99", ["127.0.0.1", "::1"])).toBe(false);
+    const names = ["10.5.0.11", "fd00::11", "node-1", "0.0.0.0"];
     for (const t of ["10.5.0.11", "node-1", "fd00::11", "[fd00::11]", "127.0.0.1", "127.0.0.11", "127.255.0.9", "::1", "[::1]", "::ffff:127.0.0.11"]) {
       expect(refersToThisNode(t, names), t).toBe(true);
     }
