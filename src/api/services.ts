@@ -19,7 +19,7 @@ import { etcdHandlers } from "./handlers/etcd.js";
 import { State as CosiState } from "../machinery/api/gen/cosi/state_pb.js";
 import { ClusterService } from "../machinery/api/gen/cluster/cluster_pb.js";
 import { InspectService } from "../machinery/api/gen/inspect/inspect_pb.js";
-import { healthHandlers } from "./handlers/health.js";
+import { healthHandlers, type HealthOptions } from "./handlers/health.js";
 import { inspectHandlers } from "./handlers/inspect.js";
 // install/upgrade/reset (src/lifecycle/install)
 import { ImageService } from "../machinery/api/gen/machine/image_pb.js";
@@ -53,11 +53,12 @@ function requestSink(deps: ApiDeps): (r: RequestRecord) => void {
   };
 }
 
-export function buildServices(deps: ApiDeps): ServiceHandlers {
-  return logRequests(buildHandlers(deps), requestSink(deps));
+/** `forwarder`: how handlers that read other nodes (the cluster health check) ask them (the server's Forwarder). */
+export function buildServices(deps: ApiDeps, forwarder?: HealthOptions["forwarder"]): ServiceHandlers {
+  return logRequests(buildHandlers(deps, forwarder), requestSink(deps));
 }
 
-function buildHandlers(deps: ApiDeps): ServiceHandlers {
+function buildHandlers(deps: ApiDeps, forwarder: HealthOptions["forwarder"]): ServiceHandlers {
   const machine = {
     ...versionHandlers(deps),
     ...applyHandlers(deps),
@@ -83,6 +84,7 @@ function buildHandlers(deps: ApiDeps): ServiceHandlers {
     [
       ClusterService,
       healthHandlers(deps, {
+        forwarder,
         etcdRuns: () => deps.services?.etcd !== undefined,
         etcdMembers: async () => {
           const etcd = deps.services?.etcd;

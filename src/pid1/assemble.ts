@@ -212,7 +212,7 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
 async function serveApi(deps: ApiDeps, listen: { host: string; port: number }, identity: ApiIdentity): Promise<{ api: ApiServer; addr: AddressInfo }> {
   const { node } = deps;
   const api = new ApiServer(deps);
-  api.register(buildServices(deps));
+  api.register(buildServices(deps, api.forwarder));
   identity.onMode((mode) => node.setCondition("apid", mode.kind === "waiting" ? identity.waitingReason() : undefined));
   await node.boot();
   const initial = await identity.initial();

@@ -15,7 +15,8 @@ import { MachineStatusType, RUNTIME_NS, ServiceType } from "../../src/machinery/
 import { DiagnosticType } from "../../src/machinery/resources/types/security.js";
 import { InMemoryState } from "../../src/state/inmem.js";
 import { ControllerRuntime } from "../../src/state/runtime/index.js";
-import { defaultClusterChecks, iBytes, K8S_CHECK_NAMES, MIN_EPHEMERAL_BYTES, type CheckEnv } from "../../src/lifecycle/health/checks.js";
+import { defaultClusterChecks, iBytes, K8S_CHECK_NAMES, MIN_EPHEMERAL_BYTES, type CheckEnv, type NodeReads } from "../../src/lifecycle/health/checks.js";
+import { localNodeReads, NodeReadError, unreachableNodeReads, type LocalReadsOptions } from "../../src/lifecycle/health/reads.js";
 import { NO_KUBERNETES } from "../../src/lifecycle/health/kubernetes.js";
 import type { KubeApiFactory, KubeApiOptions } from "../../src/host/kube/api.js";
 import { MemoryKubeApi } from "../../src/host/kube/memory.js";
@@ -25,7 +26,10 @@ import { k8sNode, kubernetesNodeState, pod } from "../lifecycle/health/fixture.j
 import { clusterInfoFromLists, clusterInfoFromMembers } from "../../src/lifecycle/health/nodes.js";
 import { dedupReporter, SkipCheck, waitChecks, type ClusterCheck } from "../../src/lifecycle/health/wait.js";
 import type { ApiDeps } from "../../src/api/deps.js";
-import { healthHandlers } from "../../src/api/handlers/health.js";
+import { healthHandlers, NO_CLIENT_CERTIFICATE, type HealthOptions } from "../../src/api/handlers/health.js";
+import { BackendPool } from "../../src/api/forward/pool.js";
+import { StatusError } from "../../src/api/forward/backend.js";
+import * as grpc from "@grpc/grpc-js";
 import { inspectHandlers } from "../../src/api/handlers/inspect.js";
 import type { CallContext } from "../../src/api/transport/context.js";
 
@@ -77,15 +81,23 @@ function healthyState(): InMemoryState {
   return s;
 }
 
-function env(s: InMemoryState, over: Partial<CheckEnv> = {}): CheckEnv {
+interface EnvOptions extends Partial<Omit<LocalReadsOptions, "state" | "platformMode">> {
+  containerMode?: boolean;
+  /** Other nodes' reads by address; any other address cannot be asked. */
+  remote?: Record<string, NodeReads>;
+}
+
+function env(s: InMemoryState, over: Partial<CheckEnv> & EnvOptions = {}): CheckEnv {
   const api = oneNodeCluster();
+  const { containerMode, memTotalKiB, etcdMembers, remote, ...rest } = over;
+  const local = localNodeReads({ state: s, platformMode: containerMode ? "container" : "metal", memTotalKiB: memTotalKiB ?? (async () => 8 * 1024 * 1024), etcdMembers });
   return {
     state: s,
     cluster: clusterInfoFromLists([LOCAL], []),
     isLocal: (ip) => ip === LOCAL,
-    memTotalKiB: async () => 8 * 1024 * 1024,
+    node: (ip) => (ip === LOCAL ? local : (remote?.[ip] ?? unreachableNodeReads(ip, "not asked in this test"))),
     kubernetes: async () => api,
-    ...over,
+    ...rest,
   };
 }
 
@@ -200,7 +212,7 @@ describe("cluster checks on this node's state", () => {
     await expect(run(check(small, "all nodes memory sizes"))).rejects.toThrow(
       'node "10.5.0.2" does not meet memory requirements: expected at least 1698 MiB, actual 1024 MiB',
     );
-    await expect(run(check({ ...small, containerMode: true }, "all nodes memory sizes"))).resolves.toBeUndefined();
+    await expect(run(check(env(s, { memTotalKiB: async () => 1024 * 1024, containerMode: true }), "all nodes memory sizes"))).resolves.toBeUndefined();
     put(s, RUNTIME_NS, VolumeStatusType.type, "EPHEMERAL", { phase: "ready", type: "directory", location: "/state", size: 2 * GiB });
     expect(iBytes(MIN_EPHEMERAL_BYTES)).toBe("3.8 GiB");
     await expect(run(check(env(s), "all nodes disk sizes"))).rejects.toThrow(
@@ -232,10 +244,155 @@ describe("cluster checks on this node's state", () => {
   });
 });
 
+const CP2 = "10.5.0.4";
+const W = "10.5.0.3";
+const rpc = (code: Code, details: string) => new NodeReadError(code, `rpc error: code = ${Code[code]} desc = ${details}`);
+const REFUSED = rpc(Code.Unavailable, 'connection error: desc = "transport: Error while dialing: dial tcp 10.5.0.4:50000: connect: connection refused"');
+
+/** Another node's reads, healthy unless told otherwise (the etcd members are the local etcd's view). */
+function fakeReads(over: Partial<NodeReads> = {}): NodeReads {
+  return {
+    platformMode: async () => "metal",
+    service: async () => ({ running: true, healthy: true }),
+    etcdMembers: async () => [],
+    memTotalKiB: async () => 4 * 1024 * 1024,
+    ephemeral: async () => ({ size: 100 * GiB, location: "/dev/vda6" }),
+    diagnostics: async () => [],
+    stage: async () => "running",
+    staticPodIds: async () => ["kube-system/kube-apiserver-cp-2", "kube-system/kube-controller-manager-cp-2", "kube-system/kube-scheduler-cp-2"],
+    ...over,
+  };
+}
+
+describe("cluster checks with other nodes' reads", () => {
+  const members = [
+    { id: "0000000000000001", hostname: "cp-1", peerUrls: ["https://10.5.0.2:2380"], isLearner: false },
+    { id: "0000000000000002", hostname: "cp-2", peerUrls: ["https://10.5.0.4:2380"], isLearner: false },
+  ];
+  /** This control plane, a second one and a worker, each remote node's reads overridable. */
+  const cluster3 = (cp2: Partial<NodeReads> = {}, worker: Partial<NodeReads> = {}) =>
+    env(healthyState(), {
+      cluster: clusterInfoFromLists([LOCAL, CP2], [W]),
+      etcdMembers: async () => members,
+      remote: { [CP2]: fakeReads({ etcdMembers: async () => members, ...cp2 }), [W]: fakeReads(worker) },
+    });
+
+  it("a healthy cluster passes every pre-boot check, each remote node asked", async () => {
+    const asked: string[] = [];
+    const spy = (node: string, r: NodeReads): NodeReads =>
+      Object.fromEntries(Object.entries(r).map(([k, f]) => [k, (...a: unknown[]) => (asked.push(`${node} ${k}`), (f as (...x: unknown[]) => unknown)(...a))])) as unknown as NodeReads;
+    const e = cluster3();
+    const node = e.node;
+    e.node = (ip) => (ip === LOCAL ? node(ip) : spy(ip, node(ip)));
+    for (const c of defaultClusterChecks(e).slice(0, 9)) await expect(run(c), c.name).resolves.toBeUndefined();
+    // Static pods are read from every control plane.
+    await expect(run(check(e, "all control plane static pods to be running"))).resolves.toBeUndefined();
+    for (const want of ["service", "etcdMembers", "platformMode", "memTotalKiB", "ephemeral", "diagnostics", "stage", "staticPodIds"]) expect(asked).toContain(`${CP2} ${want}`);
+    // The worker runs no etcd and no control plane: only its node-wide reads.
+    expect(new Set(asked.filter((a) => a.startsWith(W)).map((a) => a.split(" ")[1]))).toEqual(new Set(["platformMode", "memTotalKiB", "ephemeral", "diagnostics", "stage"]));
+  });
+
+  it("service health: a remote node's failure names the node and the status; unhealthy ones are listed by node", async () => {
+    await expect(run(check(cluster3({ service: async () => Promise.reject(REFUSED) }), "etcd to be healthy"))).rejects.toThrow(
+      `error getting service info for service "etcd" from node "10.5.0.4": ${REFUSED.message}`,
+    );
+    await expect(run(check(cluster3({ service: async () => ({ running: true, healthy: false }) }), "kubelet to be healthy"))).rejects.toThrow(
+      "1 error occurred:\n\t* 10.5.0.4: service is not healthy: kubelet\n\n",
+    );
+    await expect(run(check(cluster3({ service: async () => undefined }), "etcd to be healthy"))).rejects.toThrow(
+      '10.5.0.4: service "etcd" not in expected state "Running"',
+    );
+  });
+
+  it("etcd members: every control plane's list must match; the member list of an unreachable node names it", async () => {
+    await expect(run(check(cluster3({ etcdMembers: async () => [members[0]] }), "etcd members to be consistent across nodes"))).rejects.toThrow(
+      "10.5.0.4: expected to have [cp-1 cp-2] members, got [cp-1]",
+    );
+    const stranger = { ...members[1], id: "00000000000000ff" };
+    await expect(run(check(cluster3({ etcdMembers: async () => [members[0], stranger] }), "etcd members to be consistent across nodes"))).rejects.toThrow(
+      "10.5.0.4: found unexpected etcd member cp-2",
+    );
+    await expect(run(check(cluster3({ etcdMembers: async () => Promise.reject(REFUSED) }), "etcd members to be consistent across nodes"))).rejects.toThrow(
+      `error getting etcd member list from node "10.5.0.4": ${REFUSED.message}`,
+    );
+  });
+
+  it("apid, memory and disk: every failing node named, container nodes not sized, too old nodes skip the disk check", async () => {
+    const down = cluster3({ platformMode: async () => Promise.reject(REFUSED) }, { platformMode: async () => Promise.reject(rpc(Code.DeadlineExceeded, "context deadline exceeded")) });
+    const apid = run(check(down, "apid to be ready"));
+    await expect(apid).rejects.toThrow(
+      `error getting version from node "10.5.0.4": ${REFUSED.message}\nerror getting version from node "10.5.0.3": rpc error: code = DeadlineExceeded desc = context deadline exceeded`,
+    );
+    await expect(run(check(down, "all nodes memory sizes"))).rejects.toThrow('error getting version from node "10.5.0.4"');
+
+    const small = cluster3({ memTotalKiB: async () => 1024 * 1024 }, { memTotalKiB: async () => 512 * 1024 });
+    await expect(run(check(small, "all nodes memory sizes"))).rejects.toThrow(
+      '2 errors occurred:\n\t* node "10.5.0.4" does not meet memory requirements: expected at least 1698 MiB, actual 1024 MiB\n\t* node "10.5.0.3" does not meet memory requirements: expected at least 874 MiB, actual 512 MiB',
+    );
+    const containers = cluster3({ platformMode: async () => "container", memTotalKiB: async () => 1 }, { platformMode: async () => "container", memTotalKiB: async () => 1 });
+    await expect(run(check(containers, "all nodes memory sizes"))).resolves.toBeUndefined();
+    await expect(run(check(cluster3({ memTotalKiB: async () => Promise.reject(REFUSED) }), "all nodes memory sizes"))).rejects.toThrow(
+      `error getting memory info for node "10.5.0.4": ${REFUSED.message}`,
+    );
+
+    await expect(run(check(cluster3({}, { ephemeral: async () => ({ size: GiB, location: "/dev/vdb6" }) }), "all nodes disk sizes"))).rejects.toThrow(
+      'ephemeral partition "/dev/vdb6" for node "10.5.0.3" is too small, expected at least 3.8 GiB, actual 1.0 GiB',
+    );
+    const gone = rpc(Code.NotFound, "resource VolumeStatuses.block.talos.dev(runtime/EPHEMERAL@undefined) doesn't exist");
+    await expect(run(check(cluster3({ ephemeral: async () => Promise.reject(gone) }), "all nodes disk sizes"))).rejects.toThrow(
+      `error getting volume status for node "10.5.0.4": ${gone.message}`,
+    );
+    const old = rpc(Code.PermissionDenied, "not authorized");
+    await expect(run(check(cluster3({}, { ephemeral: async () => Promise.reject(old) }), "all nodes disk sizes"))).rejects.toBeInstanceOf(SkipCheck);
+  });
+
+  it("diagnostics and boot stages of every node, sorted by node", async () => {
+    const e = cluster3({ diagnostics: async () => ["kubelet is not healthy", "etcd is slow"] }, { diagnostics: async () => ["address overlap"] });
+    await expect(run(check(e, "no diagnostics"))).rejects.toThrow("active diagnostics: 10.5.0.3: address overlap; 10.5.0.4: kubelet is not healthy, etcd is slow");
+    await expect(run(check(cluster3({}, { diagnostics: async () => Promise.reject(REFUSED) }), "no diagnostics"))).rejects.toThrow(
+      `error listing diagnostics on node "10.5.0.3": ${REFUSED.message}`,
+    );
+    await expect(run(check(cluster3({}, { diagnostics: async () => Promise.reject(rpc(Code.PermissionDenied, "x")) }), "no diagnostics"))).rejects.toBeInstanceOf(SkipCheck);
+
+    await expect(run(check(cluster3({ stage: async () => "booting" }, { stage: async () => "unknown" }), "all nodes to finish boot sequence"))).rejects.toThrow(
+      "nodes are not running: unknown: [10.5.0.3], booting: [10.5.0.4]",
+    );
+    await expect(run(check(cluster3({}, { stage: async () => Promise.reject(REFUSED) }), "all nodes to finish boot sequence"))).rejects.toThrow(
+      `error watching machine 10.5.0.3 status: ${REFUSED.message}`,
+    );
+  });
+
+  it("static pods of a remote control plane: the missing ones, or the failure, name the node", async () => {
+    await expect(run(check(cluster3({ staticPodIds: async () => ["kube-system/kube-apiserver-cp-2"] }), "all control plane static pods to be running"))).rejects.toThrow(
+      "missing static pods on node 10.5.0.4: [kube-system/kube-controller-manager kube-system/kube-scheduler]",
+    );
+    await expect(run(check(cluster3({ staticPodIds: async () => Promise.reject(REFUSED) }), "all control plane static pods to be running"))).rejects.toThrow(
+      `error listing static pods on node 10.5.0.4: ${REFUSED.message}`,
+    );
+  });
+
+  it("a read still pending at the attempt's deadline fails the attempt with its own error, naming the node", async () => {
+    const hanging: Partial<NodeReads> = {
+      platformMode: (signal) =>
+        new Promise((_, reject) => signal?.addEventListener("abort", () => reject(rpc(Code.DeadlineExceeded, "context deadline exceeded")), { once: true })),
+    };
+    const apid = check(cluster3({}, hanging), "apid to be ready");
+    const lines: string[] = [];
+    const err = await waitChecks([apid], dedupReporter((l) => void lines.push(l)), { deadline: 100, intervalMs: 50, ...fakeClock() }).catch((e: unknown) => e);
+    const named = 'error getting version from node "10.5.0.3": rpc error: code = DeadlineExceeded desc = context deadline exceeded';
+    expect((err as ApiError).message).toBe(`context deadline exceeded: waiting for apid to be ready: ${named}`);
+    expect(lines).toEqual(["waiting for apid to be ready: ...", `waiting for apid to be ready: ${named}`]);
+    // A check that ignores the abort fails with the bare deadline.
+    const deaf = check(cluster3({}, { platformMode: () => new Promise(() => {}) }), "apid to be ready");
+    const bare = await waitChecks([deaf], () => {}, { deadline: 50, intervalMs: 50, ...fakeClock() }).catch((e: unknown) => e);
+    expect((bare as ApiError).message).toBe("context deadline exceeded: waiting for apid to be ready: context deadline exceeded");
+  });
+});
+
 function deps(s: InMemoryState, mode = "metal"): ApiDeps {
   return { state: s, localNames: () => [LOCAL, "127.0.0.1"], platform: { name: "metal", mode } } as unknown as ApiDeps;
 }
-const ctx = { signal: new AbortController().signal } as CallContext;
+const ctx = { signal: new AbortController().signal, roles: new Set(["os:operator"]) } as unknown as CallContext;
 
 /** A client factory over one in-memory cluster that records how it was called and whether the client was closed. */
 function recordingFactory(api: MemoryKubeApi = oneNodeCluster()) {
@@ -247,9 +404,15 @@ function recordingFactory(api: MemoryKubeApi = oneNodeCluster()) {
   return { api, calls, factory };
 }
 
-async function callHealth(s: InMemoryState, req: Parameters<typeof create<typeof HealthCheckRequestSchema>>[1], clock = fakeClock(), k8s = recordingFactory()) {
+async function callHealth(
+  s: InMemoryState,
+  req: Parameters<typeof create<typeof HealthCheckRequestSchema>>[1],
+  clock = fakeClock(),
+  k8s = recordingFactory(),
+  extra: HealthOptions = {},
+) {
   const msgs: string[] = [];
-  const h = healthHandlers(deps(s), { ...clock, memTotalKiB: async () => 8 * 1024 * 1024, kubeApi: k8s.factory });
+  const h = healthHandlers(deps(s), { ...clock, memTotalKiB: async () => 8 * 1024 * 1024, kubeApi: k8s.factory, ...extra });
   const result = await h
     .HealthCheck(create(HealthCheckRequestSchema, req), async (m: { message: string }) => void msgs.push(m.message), ctx)
     .then(() => undefined, (e: unknown) => e);
@@ -318,6 +481,49 @@ describe("ClusterService.HealthCheck handler", () => {
     expect(error?.message).toBe("context deadline exceeded: waiting for all nodes to finish boot sequence: nodes are not running: booting: [10.5.0.2]");
     expect(msgs[msgs.length - 1]).toBe("waiting for all nodes to finish boot sequence: nodes are not running: booting: [10.5.0.2]");
     expect(clock.t).toBe(30_000);
+  });
+});
+
+describe("ClusterService.HealthCheck handler and other nodes", () => {
+  const twoNodes = { waitTimeout: { seconds: 10n, nanos: 0 }, clusterInfo: { controlPlaneNodes: [LOCAL], workerNodes: [W] } };
+  // A pool that cannot dial (no client certificate material): every forwarded read fails at connecting.
+  const forwarder = (canForward: boolean) => ({ pool: new BackendPool(() => undefined), isLocal: () => false, canForward: () => canForward });
+
+  it("a node holding no client certificate cannot ask the others, and says so", async () => {
+    const { error } = await callHealth(healthyState(), twoNodes, fakeClock(), recordingFactory(), { forwarder: forwarder(false) });
+    expect(error?.code).toBe(Code.DeadlineExceeded);
+    expect(error?.message).toBe(
+      `context deadline exceeded: waiting for apid to be ready: error getting version from node "10.5.0.3": node "10.5.0.3" is not reachable: ${NO_CLIENT_CERTIFICATE}`,
+    );
+  });
+
+  it("another node is asked through the forwarder, its failure is the check's last error", async () => {
+    const { msgs, error } = await callHealth(healthyState(), twoNodes, fakeClock(), recordingFactory(), { forwarder: forwarder(true) });
+    expect(msgs[0]).toBe('discovered nodes: ["10.5.0.2" "10.5.0.3"]');
+    // The checks of control planes only (etcd) pass: only this node is asked.
+    expect(msgs).toContain("waiting for etcd to be healthy: OK");
+    expect(error?.message).toBe(
+      'context deadline exceeded: waiting for apid to be ready: error getting version from node "10.5.0.3": rpc error: code = Unavailable desc = no client certificate to forward with',
+    );
+  });
+
+  it("a forwarded read goes one-to-one to the node with the caller's roles as talos-role, proxyfrom set, and a deadline", async () => {
+    const calls: { target: string; path: string; roles: unknown[]; proxyfrom: unknown[]; deadline?: number }[] = [];
+    const pool = {
+      get: (target: string) => ({
+        open: async (path: string, md: grpc.Metadata, deadline?: number) => {
+          calls.push({ target, path, roles: md.get("talos-role"), proxyfrom: md.get("proxyfrom"), deadline });
+          throw new StatusError(grpc.status.UNAVAILABLE, "test backend");
+        },
+      }),
+    } as unknown as BackendPool;
+    const started = Date.now();
+    await callHealth(healthyState(), twoNodes, fakeClock(), recordingFactory(), { forwarder: { pool, isLocal: () => false, canForward: () => true } });
+    expect(calls.length).toBeGreaterThan(0);
+    expect(calls[0]).toMatchObject({ target: W, path: "/machine.MachineService/Version", roles: ["os:operator"], proxyfrom: ["unknown"] });
+    // The default per-read deadline: 10 s.
+    expect(calls[0].deadline! - started).toBeGreaterThanOrEqual(9_000);
+    expect(calls[0].deadline! - started).toBeLessThanOrEqual(11_000);
   });
 });
 

@@ -21,6 +21,9 @@ import { MachineService, ApplyConfigurationRequest_Mode as Mode } from "../../sr
 import { DataSchema } from "../../src/machinery/api/gen/common/common_pb.js";
 import { State } from "../../src/machinery/api/gen/cosi/state_pb.js";
 import * as cosi from "../../src/machinery/api/gen/cosi/state_pb.js";
+import * as cl from "../../src/machinery/api/gen/cluster/cluster_pb.js";
+import { ClusterService } from "../../src/machinery/api/gen/cluster/cluster_pb.js";
+import { status } from "@grpc/grpc-js";
 import { TestClient, insecureTls, mtls } from "../helpers/client.js";
 import { talosconfigCreds, type Creds } from "../api/harness.js";
 import { mirrorsPatch, sandboxSkipReason, startLab, startSandbox, type Lab, type SandboxNode, until, untarOne } from "../helpers/sandbox.js";
@@ -304,6 +307,43 @@ describe.skipIf(!!skip)("a worker joins Kubernetes through the kubelet's TLS boo
     expect(await bootstrapCSRs()).toBe(before);
     mark("kubelet restarted");
   }, 6 * MIN);
+
+  it("the control plane's server-side health check reads the worker through forwarding: every check OK; an unreachable node fails it by name", async () => {
+    const health = (clusterInfo: { controlPlaneNodes: string[]; workerNodes: string[] }, waitSeconds: number, lines: string[]) =>
+      client(cp).stream(ClusterService, "HealthCheck", cl.HealthCheckRequestSchema, cl.HealthCheckProgressSchema, { waitTimeout: { seconds: BigInt(waitSeconds), nanos: 0 }, clusterInfo }, {
+        deadlineMs: (waitSeconds + 60) * 1000,
+        onMessage: (x) => lines.push(x.message),
+      });
+    const lines: string[] = [];
+    await explained(health({ controlPlaneNodes: [cp.ip], workerNodes: [worker.ip] }, 5 * 60, lines).catch((err: Error) => Promise.reject(new Error(`${err.message}\n${lines.join("\n")}`))));
+    mark("health with the worker passed");
+    // Upstream names the nodes in its first line; the checks' lines name none when they pass.
+    expect(lines[0]).toBe(`discovered nodes: ["${cp.ip}" "${worker.ip}"]`);
+    expect(lines.join("\n")).not.toMatch(/SKIP|not reachable/);
+    const checks = [
+      "etcd to be healthy", "etcd members to be consistent across nodes", "etcd members to be control plane nodes", "apid to be ready",
+      "all nodes memory sizes", "all nodes disk sizes", "no diagnostics", "kubelet to be healthy", "all nodes to finish boot sequence",
+      "all k8s nodes to report", "all control plane static pods to be running", "all control plane components to be ready",
+      "all k8s nodes to report ready", "kube-proxy to report ready", "coredns to report ready", "all k8s nodes to report schedulable",
+    ];
+    expect(lines.filter((l) => l.endsWith(": OK")), lines.join("\n")).toEqual(checks.map((x) => `waiting for ${x}: OK`));
+
+    // A third node nobody answers for (a free address on the lab bridge): the check that asks it fails within the
+    // wait timeout, its last error naming that node.
+    const ghost = `${lab.gateway.split(".").slice(0, 3).join(".")}.9`;
+    const started = Date.now();
+    const failing: string[] = [];
+    const err = (await health({ controlPlaneNodes: [cp.ip], workerNodes: [worker.ip, ghost] }, 20, failing).then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as { code?: number; details?: string } | undefined;
+    expect(Date.now() - started).toBeLessThan(40_000);
+    expect(err?.code, failing.join("\n")).toBe(status.DEADLINE_EXCEEDED);
+    expect(err?.details).toMatch(new RegExp(`^context deadline exceeded: waiting for apid to be ready: error getting version from node "${ghost.replace(/\./g, "\\.")}": rpc error: code = \\w+ desc = `));
+    expect(failing).toContain("waiting for etcd to be healthy: OK");
+    expect(failing.some((l) => l.startsWith(`waiting for apid to be ready: error getting version from node "${ghost}"`)), failing.join("\n")).toBe(true);
+    mark("health with an unreachable node failed by name");
+  }, 8 * MIN);
 });
 
 function inCidr(ip: string, cidr: string): boolean {

@@ -5,6 +5,8 @@
  * ends OK) or the wait timeout (default 20 min) passes (DeadlineExceeded naming the check and its last
  * error). The Kubernetes client of a run is built once, from the node's admin kubeconfig (KubernetesSecrets
  * `k8s-certs`, server = the cluster endpoint unless the request forces one), and closed when the run ends.
+ * Every other node is read through its own API, forwarded with this node's client certificate and the
+ * caller's roles (health-remote.ts); a node that holds no client certificate cannot ask them.
  */
 import type { HealthCheckRequest } from "../../machinery/api/gen/cluster/cluster_pb.js";
 import { ApiError, Code } from "../../machinery/errors.js";
@@ -15,7 +17,10 @@ import { kubeApi, type KubeApi, type KubeApiFactory } from "../../host/kube/api.
 import { NODES, type NodeObject } from "../../machinery/kubernetes/objects.js";
 import { pointer, readAll, readSpec } from "../../machinery/resources/read.js";
 import { KubernetesCertsType, SECRET_IDS } from "../../machinery/resources/types/secrets.js";
-import { defaultClusterChecks, type CheckEnv, type EtcdMemberView } from "../../lifecycle/health/checks.js";
+import { defaultClusterChecks, type CheckEnv, type EtcdMemberView, type NodeReads } from "../../lifecycle/health/checks.js";
+import { localNodeReads, unreachableNodeReads } from "../../lifecycle/health/reads.js";
+import type { Targets } from "../forward/one2many.js";
+import { remoteNodeReads } from "./health-remote.js";
 import {
   clusterInfoFromKubernetesNodes,
   clusterInfoFromLists,
@@ -40,7 +45,15 @@ export interface HealthOptions {
   etcdRuns?: () => boolean;
   /** Builds the Kubernetes client from a kubeconfig (default: the real one). */
   kubeApi?: KubeApiFactory;
+  /** How other nodes are asked (the API server's Forwarder); without it they are not reachable. */
+  forwarder?: Targets & { canForward(): boolean };
+  /** Deadline of one read from another node (default 10 s). */
+  readTimeoutMs?: number;
 }
+
+/** Why another node cannot be asked from a node without forwarding material (a worker, or before its PKI is ready). */
+export const NO_CLIENT_CERTIFICATE = "this node holds no client certificate to forward with";
+const NO_FORWARDER = "this API server has no request forwarding";
 
 /** The Kubernetes client of one health run: built on first use from the admin kubeconfig, then reused. */
 export function runKubernetesClient(state: Pick<State, "get">, factory: KubeApiFactory, forceEndpoint: string) {
@@ -103,16 +116,25 @@ export function healthHandlers(deps: ApiDeps, opts: HealthOptions = {}): Handler
         const emit = (message: string) => send(withMetadata(ctx, { message }));
         await emit(`discovered nodes: ${quoteList(cluster.nodes.map((n) => n.internalIP))}`);
         const names = new Set(deps.localNames());
-        const env: CheckEnv = {
+        const isLocal = (ip: string) => names.has(ip);
+        const local = localNodeReads({
           state: deps.state,
-          cluster,
-          isLocal: (ip) => names.has(ip),
-          containerMode: deps.platform.mode === "container",
+          platformMode: deps.platform.mode,
           memTotalKiB: opts.memTotalKiB ?? (async () => Number((await readMeminfo()).memtotal)),
           etcdMembers: opts.etcdMembers,
-          etcdRuns: opts.etcdRuns,
-          kubernetes: k8s.get,
+        });
+        const remote = new Map<string, NodeReads>();
+        const fwd = opts.forwarder;
+        const node = (ip: string): NodeReads => {
+          if (isLocal(ip)) return local;
+          if (!fwd) return unreachableNodeReads(ip, NO_FORWARDER);
+          // Checked at every read: the certificate may come (or go) while the run waits.
+          if (!fwd.canForward()) return unreachableNodeReads(ip, NO_CLIENT_CERTIFICATE);
+          let r = remote.get(ip);
+          if (!r) remote.set(ip, (r = remoteNodeReads(fwd, ip, { roles: ctx.roles, signal: ctx.signal, timeoutMs: opts.readTimeoutMs })));
+          return r;
         };
+        const env: CheckEnv = { state: deps.state, cluster, isLocal, node, etcdRuns: opts.etcdRuns, kubernetes: k8s.get };
         await waitChecks(defaultClusterChecks(env), dedupReporter(emit), {
           deadline,
           intervalMs: opts.intervalMs,

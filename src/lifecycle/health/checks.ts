@@ -1,41 +1,30 @@
 /**
  * The cluster health checks of `talosctl health`, in upstream's order and with upstream's names and
- * messages, evaluated from this node's own state. machined does not forward requests, so a check that
- * needs another node reports that node as unreachable. The Kubernetes checks (kubernetes.ts) read the
- * cluster through the Kubernetes API.
+ * messages. As upstream's server-side check (which asks each node through apid with the node in the call
+ * context), every node is read through a NodeReads (reads.ts): this node from its own state, another one
+ * through request forwarding; several nodes are asked at once. The Kubernetes checks (kubernetes.ts) read
+ * the cluster through the Kubernetes API.
  */
 import type { MachineConfig } from "../../machinery/config/index.js";
-import type { Pointer } from "../../machinery/resources/resource.js";
-import { VolumeStatusType } from "../../machinery/resources/types/block.js";
-import { EtcdMemberType } from "../../machinery/resources/types/etcd.js";
+import { Code } from "../../machinery/errors.js";
 import { K8S_NS, KubeletConfigType } from "../../machinery/resources/types/k8s.js";
-import { MachineStatusType, ServiceType, STAGES } from "../../machinery/resources/types/runtime.js";
-import { DiagnosticType } from "../../machinery/resources/types/security.js";
-import { pointer, read, readAll, readSpec } from "../../machinery/resources/read.js";
+import { STAGES } from "../../machinery/resources/types/runtime.js";
 import type { State } from "../../state/types.js";
 import { machineConfig } from "../../machinery/resources/types/config.js";
 import type { ClusterInfo, NodeInfo, NodeType } from "./nodes.js";
 import { SkipCheck, type ClusterCheck } from "./wait.js";
 import { kubernetesChecks, type KubernetesCheckEnv } from "./kubernetes.js";
+import { errorText, readCode, type EtcdMemberView, type NodeReads } from "./reads.js";
 
-export interface EtcdMemberView {
-  id: string;
-  hostname: string;
-  peerUrls: string[];
-  isLearner: boolean;
-}
+export type { EtcdMemberView, NodeReads } from "./reads.js";
 
 export interface CheckEnv {
   state: Pick<State, "get" | "list">;
   cluster: ClusterInfo;
   /** True when the address designates this node. */
   isLocal(ip: string): boolean;
-  /** This node runs in container mode: memory and disk sizes are not checked (as upstream). */
-  containerMode?: boolean;
-  /** MemTotal of /proc/meminfo in KiB. */
-  memTotalKiB: () => Promise<number>;
-  /** The local etcd member list (EtcdClient); without it the EtcdMember resource is used. */
-  etcdMembers?: () => Promise<EtcdMemberView[]>;
+  /** What the checks read from the node with this address (this node's state, or another node's API). */
+  node(ip: string): NodeReads;
   /** False when this node does not run etcd at all (etcd checks skip). */
   etcdRuns?: () => boolean;
   /** The Kubernetes client of this run (built once from the admin kubeconfig); without it the Kubernetes checks fail. */
@@ -58,10 +47,6 @@ export function multiError(errs: string[]): Error | undefined {
   return new Error(`${head}\n\t* ${errs.join("\n\t* ")}\n\n`);
 }
 
-export function unreachable(node: string): string {
-  return `node ${JSON.stringify(node)} is not reachable: machined does not forward requests to other nodes`;
-}
-
 /** IEC size as go-humanize IBytes prints it ("3.8 GiB"). */
 export function iBytes(n: number): string {
   if (n < 10) return `${n} B`;
@@ -71,8 +56,19 @@ export function iBytes(n: number): string {
   return `${val < 10 ? val.toFixed(1) : val.toFixed(0)} ${units[e]}`;
 }
 
-function missing(p: Pointer): string {
-  return `resource ${p.type}(${p.namespace}/${p.id}@undefined) doesn't exist`;
+type Answer<T> = { node: string; ok: true; value: T } | { node: string; ok: false; error: unknown };
+
+/** Asks every node at once (upstream's multiplex.Unary), answers in the order of `nodes`. */
+async function ask<T>(env: CheckEnv, nodes: string[], read: (n: NodeReads) => Promise<T>): Promise<Answer<T>[]> {
+  return Promise.all(
+    nodes.map(async (node): Promise<Answer<T>> => {
+      try {
+        return { node, ok: true, value: await read(env.node(node)) };
+      } catch (error) {
+        return { node, ok: false, error };
+      }
+    }),
+  );
 }
 
 function etcdDisabled(env: CheckEnv): boolean {
@@ -85,42 +81,42 @@ function controlPlanes(env: CheckEnv): NodeInfo[] {
   return [...env.cluster.byType.init, ...env.cluster.byType.controlplane];
 }
 
-async function serviceHealth(env: CheckEnv, service: string, nodes: NodeInfo[]): Promise<void> {
+async function serviceHealth(env: CheckEnv, service: string, nodes: NodeInfo[], signal: AbortSignal): Promise<void> {
+  const answers = await ask(env, sorted(ips(nodes)), (n) => n.service(service, signal));
+  const failed = answers.find((a) => !a.ok);
+  if (failed && !failed.ok) {
+    throw new Error(`error getting service info for service ${JSON.stringify(service)} from node ${JSON.stringify(failed.node)}: ${errorText(failed.error)}`);
+  }
   const errs: string[] = [];
-  for (const node of sorted(ips(nodes))) {
-    if (!env.isLocal(node)) throw new Error(`error getting service info for service ${JSON.stringify(service)} from node ${JSON.stringify(node)}: ${unreachable(node)}`);
-    const svc = readSpec(env.state, ServiceType, service);
-    if (!svc?.running) errs.push(`${node}: service ${JSON.stringify(service)} not in expected state "Running": service is not running`);
-    else if (!svc.healthy) errs.push(`${node}: service is not healthy: ${service}`);
+  for (const a of answers) {
+    if (!a.ok) continue;
+    const svc = a.value;
+    if (!svc?.running) errs.push(`${a.node}: service ${JSON.stringify(service)} not in expected state "Running": service is not running`);
+    else if (!svc.healthy) errs.push(`${a.node}: service is not healthy: ${service}`);
   }
   const err = multiError(errs);
   if (err) throw err;
 }
 
-/** The etcd member list as seen from `node` (only this node can be asked). */
-async function memberList(env: CheckEnv, node: string): Promise<EtcdMemberView[]> {
-  const fail = (why: string) => new Error(`error getting etcd member list from node ${JSON.stringify(node)}: ${why}`);
-  if (!env.isLocal(node)) throw fail(unreachable(node));
-  if (env.etcdMembers) return env.etcdMembers();
-  const local = read(env.state, EtcdMemberType, "local");
-  if (!local) throw fail("etcd is not running or not healthy on this node yet");
-  return [{ id: local.spec.memberID, hostname: node, peerUrls: [], isLearner: false }];
-}
+const memberListError = (node: string, err: unknown) => new Error(`error getting etcd member list from node ${JSON.stringify(node)}: ${errorText(err)}`);
 
 const etcdHealthy = (env: CheckEnv): ClusterCheck => ({
   name: "etcd to be healthy",
-  run: async () => {
+  run: async (signal) => {
     if (etcdDisabled(env)) throw new SkipCheck();
-    await serviceHealth(env, "etcd", controlPlanes(env));
+    await serviceHealth(env, "etcd", controlPlanes(env), signal);
   },
 });
 
 const etcdConsistent = (env: CheckEnv): ClusterCheck => ({
   name: "etcd members to be consistent across nodes",
-  run: async () => {
+  run: async (signal) => {
     if (etcdDisabled(env)) throw new SkipCheck();
     const lists: { node: string; members: EtcdMemberView[] }[] = [];
-    for (const node of sorted(ips(controlPlanes(env)))) lists.push({ node, members: await memberList(env, node) });
+    for (const a of await ask(env, sorted(ips(controlPlanes(env))), (n) => n.etcdMembers(signal))) {
+      if (!a.ok) throw memberListError(a.node, a.error);
+      lists.push({ node: a.node, members: a.value });
+    }
     const key = (m: EtcdMemberView) => `${m.hostname}/${m.id}/${m.isLearner}`;
     const known = new Set((lists[0]?.members ?? []).map(key));
     for (const { node, members } of lists.slice(1)) {
@@ -136,12 +132,18 @@ const etcdConsistent = (env: CheckEnv): ClusterCheck => ({
 
 const etcdControlPlanes = (env: CheckEnv): ClusterCheck => ({
   name: "etcd members to be control plane nodes",
-  run: async () => {
+  run: async (signal) => {
     if (etcdDisabled(env)) throw new SkipCheck();
     const nodes = controlPlanes(env);
-    const local = ips(nodes).find((n) => env.isLocal(n)) ?? ips(nodes)[0];
-    if (local === undefined) return;
-    const members = await memberList(env, local);
+    // Upstream asks the node it runs on (no node in the context); a cluster listed without it: the first control plane.
+    const asked = ips(nodes).find((n) => env.isLocal(n)) ?? ips(nodes)[0];
+    if (asked === undefined) return;
+    let members: EtcdMemberView[];
+    try {
+      members = await env.node(asked).etcdMembers(signal);
+    } catch (err) {
+      throw memberListError(asked, err);
+    }
     const memberIPs = members.flatMap((m) => m.peerUrls.map((u) => new URL(u).hostname.replace(/^\[|\]$/g, "")));
     const cpIPs = nodes.flatMap((n) => n.ips);
     // In local mode etcd advertises loopback; that address belongs to the (local) control plane too.
@@ -153,22 +155,23 @@ const etcdControlPlanes = (env: CheckEnv): ClusterCheck => ({
   },
 });
 
+const versionError = (node: string, err: unknown) => `error getting version from node ${JSON.stringify(node)}: ${errorText(err)}`;
+
 const apidReady = (env: CheckEnv): ClusterCheck => ({
   name: "apid to be ready",
-  run: async () => {
-    const errs = ips(env.cluster.nodes)
-      .filter((n) => !env.isLocal(n))
-      .map((n) => `error getting version from node ${JSON.stringify(n)}: ${unreachable(n)}`);
+  run: async (signal) => {
+    const errs = (await ask(env, ips(env.cluster.nodes), (n) => n.platformMode(signal))).flatMap((a) => (a.ok ? [] : [versionError(a.node, a.error)]));
+    // errors.Join: one line each.
     if (errs.length > 0) throw new Error(errs.join("\n"));
   },
 });
 
-/** Nodes whose size checks apply: every node but this one in container mode. Remote nodes fail. */
-function sizedNodes(env: CheckEnv): string[] {
-  const nodes = ips(env.cluster.nodes);
-  const remote = nodes.filter((n) => !env.isLocal(n));
-  if (remote.length > 0) throw new Error(remote.map((n) => `error getting version from node ${JSON.stringify(n)}: ${unreachable(n)}`).join("\n"));
-  return env.containerMode ? [] : nodes;
+/** Upstream getNonContainerNodes: every node's Version; the ones not in container mode are size-checked. */
+async function sizedNodes(env: CheckEnv, signal: AbortSignal): Promise<string[]> {
+  const answers = await ask(env, ips(env.cluster.nodes), (n) => n.platformMode(signal));
+  const errs = answers.flatMap((a) => (a.ok ? [] : [versionError(a.node, a.error)]));
+  if (errs.length > 0) throw new Error(errs.join("\n"));
+  return answers.flatMap((a) => (a.ok && a.value !== "container" ? [a.node] : []));
 }
 
 function nodeType(env: CheckEnv, ip: string): NodeType {
@@ -178,14 +181,18 @@ function nodeType(env: CheckEnv, ip: string): NodeType {
 
 const memorySizes = (env: CheckEnv): ClusterCheck => ({
   name: "all nodes memory sizes",
-  run: async () => {
+  run: async (signal) => {
     const errs: string[] = [];
-    for (const node of sizedNodes(env)) {
-      const total = (await env.memTotalKiB()) * 1024;
-      const min = MIN_MEMORY[nodeType(env, node)];
+    for (const a of await ask(env, await sizedNodes(env, signal), (n) => n.memTotalKiB(signal))) {
+      if (!a.ok) {
+        errs.push(`error getting memory info for node ${JSON.stringify(a.node)}: ${errorText(a.error)}`);
+        continue;
+      }
+      const total = a.value * 1024;
+      const min = MIN_MEMORY[nodeType(env, a.node)];
       if (total < min) {
         errs.push(
-          `node ${JSON.stringify(node)} does not meet memory requirements: expected at least ${Math.floor(min / MiB)} MiB, actual ${Math.floor(total / MiB)} MiB`,
+          `node ${JSON.stringify(a.node)} does not meet memory requirements: expected at least ${Math.floor(min / MiB)} MiB, actual ${Math.floor(total / MiB)} MiB`,
         );
       }
     }
@@ -196,19 +203,19 @@ const memorySizes = (env: CheckEnv): ClusterCheck => ({
 
 const diskSizes = (env: CheckEnv): ClusterCheck => ({
   name: "all nodes disk sizes",
-  run: async () => {
+  run: async (signal) => {
     const errs: string[] = [];
-    for (const node of sorted(sizedNodes(env))) {
-      const ptr = pointer(VolumeStatusType, "EPHEMERAL");
-      const vs = readSpec(env.state, VolumeStatusType, ptr.id);
-      if (!vs) {
-        errs.push(`error getting volume status for node ${JSON.stringify(node)}: ${missing(ptr)}`);
+    for (const a of await ask(env, sorted(await sizedNodes(env, signal)), (n) => n.ephemeral(signal))) {
+      if (!a.ok) {
+        // Upstream: nodes too old to serve the resource.
+        if (readCode(a.error) === Code.PermissionDenied) throw new SkipCheck();
+        errs.push(`error getting volume status for node ${JSON.stringify(a.node)}: ${errorText(a.error)}`);
         continue;
       }
-      const size = vs.size ?? 0;
+      const { size, location } = a.value;
       if (size < MIN_EPHEMERAL_BYTES) {
         errs.push(
-          `ephemeral partition ${JSON.stringify(vs.location ?? "")} for node ${JSON.stringify(node)} is too small, expected at least ${iBytes(MIN_EPHEMERAL_BYTES)}, actual ${iBytes(size)}`,
+          `ephemeral partition ${JSON.stringify(location)} for node ${JSON.stringify(a.node)} is too small, expected at least ${iBytes(MIN_EPHEMERAL_BYTES)}, actual ${iBytes(size)}`,
         );
       }
     }
@@ -219,12 +226,16 @@ const diskSizes = (env: CheckEnv): ClusterCheck => ({
 
 const noDiagnostics = (env: CheckEnv): ClusterCheck => ({
   name: "no diagnostics",
-  run: async () => {
+  run: async (signal) => {
     const byNode: string[] = [];
-    for (const node of sorted(ips(env.cluster.nodes))) {
-      if (!env.isLocal(node)) throw new Error(unreachable(node));
-      const msgs = readAll(env.state, DiagnosticType).map((r) => r.spec.message);
-      if (msgs.length > 0) byNode.push(`${node}: ${msgs.join(", ")}`);
+    for (const a of await ask(env, sorted(ips(env.cluster.nodes)), (n) => n.diagnostics(signal))) {
+      if (!a.ok) {
+        // Upstream: nodes too old to serve Diagnostics.
+        if (readCode(a.error) === Code.PermissionDenied) throw new SkipCheck();
+        // Upstream returns the bare error; the node is named here, as a remote node may be the one failing.
+        throw new Error(`error listing diagnostics on node ${JSON.stringify(a.node)}: ${errorText(a.error)}`);
+      }
+      if (a.value.length > 0) byNode.push(`${a.node}: ${a.value.join(", ")}`);
     }
     if (byNode.length > 0) throw new Error(`active diagnostics: ${byNode.join("; ")}`);
   },
@@ -232,22 +243,22 @@ const noDiagnostics = (env: CheckEnv): ClusterCheck => ({
 
 const kubeletHealthy = (env: CheckEnv): ClusterCheck => ({
   name: "kubelet to be healthy",
-  run: async () => {
+  run: async (signal) => {
     if (!env.state.get({ namespace: K8S_NS, type: KubeletConfigType.type, id: "kubelet" })) throw new SkipCheck();
-    await serviceHealth(env, "kubelet", controlPlanes(env));
+    await serviceHealth(env, "kubelet", controlPlanes(env), signal);
   },
 });
 
 const booted = (env: CheckEnv): ClusterCheck => ({
   name: "all nodes to finish boot sequence",
-  run: async () => {
+  run: async (signal) => {
     const byStage = new Map<number, string[]>();
-    for (const node of ips(env.cluster.nodes)) {
-      if (!env.isLocal(node)) throw new Error(`error watching machine ${node} status: ${unreachable(node)}`);
-      const ms = readSpec(env.state, MachineStatusType, "machine");
+    for (const a of await ask(env, ips(env.cluster.nodes), (n) => n.stage(signal))) {
+      if (!a.ok) throw new Error(`error watching machine ${a.node} status: ${errorText(a.error)}`);
       // Upstream waits for the running stage (readiness is not part of this check).
-      const stage = STAGES.indexOf(ms?.stage ?? "unknown");
-      if (stage !== STAGES.indexOf("running")) byStage.set(stage, [...(byStage.get(stage) ?? []), node]);
+      const stage = STAGES.indexOf(a.value as (typeof STAGES)[number]);
+      const at = stage < 0 ? STAGES.indexOf("unknown") : stage;
+      if (at !== STAGES.indexOf("running")) byStage.set(at, [...(byStage.get(at) ?? []), a.node]);
     }
     if (byStage.size === 0) return;
     const parts = [...byStage.keys()].sort((a, b) => a - b).map((s) => `${STAGES[s]}: [${sorted(byStage.get(s)!).join(" ")}]`);

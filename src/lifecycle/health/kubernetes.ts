@@ -1,9 +1,9 @@
 /**
  * The Kubernetes checks of `talosctl health` (upstream pkg/cluster/check/kubernetes.go and default.go), in
  * upstream's order, with upstream's names, poll intervals, skip rules and error texts. They read the cluster
- * through the Kubernetes API (a client built once per health run from the node's admin kubeconfig) and the
- * static pod statuses through this node's state; another node's state cannot be read (machined does not
- * forward), so a remote control plane fails that check naming the node.
+ * through the Kubernetes API (a client built once per health run from the node's admin kubeconfig) and each
+ * control plane's static pod statuses through that node's reads (its own state, or its API through request
+ * forwarding).
  */
 import type { KubeApi } from "../../host/kube/api.js";
 import { quoteList } from "../../machinery/format.js";
@@ -21,17 +21,19 @@ import {
 } from "../../machinery/kubernetes/objects.js";
 import { compareAddr, parseAddr } from "../../machinery/net/addr.js";
 import type { Pointer } from "../../machinery/resources/resource.js";
-import { K8S_NS, KubeletConfigType, StaticPodStatusType } from "../../machinery/resources/types/k8s.js";
+import { K8S_NS, KubeletConfigType } from "../../machinery/resources/types/k8s.js";
 import { BOOTSTRAP_MANIFESTS_CONFIG_ID, BootstrapManifestsConfigType } from "../../machinery/resources/types/k8s-manifests.js";
 import { pointer, readSpec } from "../../machinery/resources/read.js";
 import type { State } from "../../state/types.js";
 import { nodeInfo, type ClusterInfo, type NodeInfo } from "./nodes.js";
 import { SkipCheck, type ClusterCheck } from "./wait.js";
+import { errorText, type NodeReads } from "./reads.js";
 
 export interface KubernetesCheckEnv {
   state: Pick<State, "get" | "list">;
   cluster: ClusterInfo;
-  isLocal(ip: string): boolean;
+  /** What the checks read from the node with this address. */
+  node(ip: string): NodeReads;
   /** The Kubernetes client of this run (built on first use, then reused); rejects while none can be built. */
   kubernetes?: () => Promise<KubeApi>;
 }
@@ -86,13 +88,15 @@ export async function allNodesReported(env: KubernetesCheckEnv, signal: AbortSig
 }
 
 /** "all control plane static pods to be running": every control plane's kubelet runs the three static pods. */
-export async function controlPlaneStaticPods(env: KubernetesCheckEnv): Promise<void> {
+export async function controlPlaneStaticPods(env: KubernetesCheckEnv, signal?: AbortSignal): Promise<void> {
   for (const node of controlPlanes(env)) {
     const ip = node.internalIP;
-    if (!env.isLocal(ip)) {
-      throw new Error(`error listing static pods on node ${ip}: node ${JSON.stringify(ip)} is not reachable: machined does not forward requests to other nodes`);
+    let ids: string[];
+    try {
+      ids = await env.node(ip).staticPodIds(signal);
+    } catch (err) {
+      throw new Error(`error listing static pods on node ${ip}: ${errorText(err)}`);
     }
-    const ids = env.state.list(K8S_NS, StaticPodStatusType.type).map((r) => r.metadata.id);
     const absent = EXPECTED_STATIC_PODS.filter((want) => !ids.some((id) => id.startsWith(want)));
     if (absent.length > 0) throw new Error(`missing static pods on node ${ip}: ${goList(absent)}`);
   }
@@ -186,7 +190,7 @@ export function kubernetesChecks(env: KubernetesCheckEnv): ClusterCheck[] {
   return [
     // More time per attempt: the first one builds the client.
     check(env, "all k8s nodes to report", 30_000, (s) => allNodesReported(env, s)),
-    check(env, "all control plane static pods to be running", 5_000, () => controlPlaneStaticPods(env)),
+    check(env, "all control plane static pods to be running", 5_000, (s) => controlPlaneStaticPods(env, s)),
     check(env, "all control plane components to be ready", 5_000, (s) => fullControlPlane(env, s)),
     check(env, "all k8s nodes to report ready", 5_000, async (s) => {
       if (cniDisabled(env)) throw new SkipCheck();

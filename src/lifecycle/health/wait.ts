@@ -98,23 +98,42 @@ function deadline(name: string, lastErr: string | undefined): ApiError {
   return new ApiError(Code.DeadlineExceeded, `context deadline exceeded: waiting for ${name}${lastErr ? `: ${lastErr}` : ""}`);
 }
 
-/** One attempt, cancelled (its signal aborted) and failed with a timeout when it outlives `ms`. */
+/** How long an attempt whose time is up may take to report its own failure (a read naming its node). */
+const DEADLINE_GRACE_MS = 100;
+
+/**
+ * One attempt, cancelled (its signal aborted with "context deadline exceeded") when it outlives `ms`. As a Go
+ * assertion whose context expires returns its own wrapped error (`error getting version from node "X": ...
+ * context deadline exceeded`), an attempt that fails within a short grace after the abort fails with its own
+ * error when that says so; otherwise the attempt fails with "context deadline exceeded".
+ */
 async function attempt(check: ClusterCheck, outer: AbortSignal, ms: number): Promise<void> {
   if (ms <= 0) throw new Error("context deadline exceeded");
   const ac = new AbortController();
   const onAbort = () => ac.abort(outer.reason);
   outer.addEventListener("abort", onAbort, { once: true });
-  let t: NodeJS.Timeout | undefined;
-  const timeout = new Promise<void>((_, reject) => {
-    t = setTimeout(() => {
-      reject(new Error("context deadline exceeded"));
-      ac.abort(new Error("context deadline exceeded"));
-    }, ms);
-  });
+  const timers: NodeJS.Timeout[] = [];
+  const after = (delay: number) => new Promise<void>((resolve) => timers.push(setTimeout(resolve, delay)));
+  const run = check.run(ac.signal);
+  // Settled or not, its rejection is handled here (a late one must not go unhandled).
+  const outcome = run.then(
+    () => ({ ok: true as const }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
   try {
-    await Promise.race([check.run(ac.signal), timeout]);
+    const first = await Promise.race([outcome, after(ms).then(() => undefined)]);
+    if (first) {
+      if (!first.ok) throw first.error;
+      return;
+    }
+    const deadline = new Error("context deadline exceeded");
+    ac.abort(deadline);
+    const late = await Promise.race([outcome, after(DEADLINE_GRACE_MS).then(() => undefined)]);
+    // Only a failure that says it is the deadline's (another one is the abort's side effect, not the reason).
+    if (late && !late.ok && /deadline exceeded/i.test(late.error instanceof Error ? late.error.message : String(late.error))) throw late.error;
+    throw deadline;
   } finally {
-    clearTimeout(t);
+    for (const t of timers) clearTimeout(t);
     outer.removeEventListener("abort", onAbort);
   }
 }

@@ -21,7 +21,7 @@ import { ExtKeyUsage, issueLeaf } from "../../../src/machinery/pki/index.js";
 import { InMemoryState } from "../../../src/state/inmem.js";
 import { controlPlaneConfig, eventually, publishConfig, put, spec, startRuntime } from "../../controllers/runtime/harness.js";
 import { apiServerBinaries, startApiServer, type ApiServer } from "../../helpers/kube-apiserver.js";
-import { kubernetesNodeState } from "./fixture.js";
+import { kubernetesNodeState, stateNode } from "./fixture.js";
 
 const bin = apiServerBinaries();
 if (typeof bin === "string") console.log(`skipping the kube-apiserver tests: ${bin}`);
@@ -43,7 +43,7 @@ describe.skipIf(typeof bin === "string")("against a real kube-apiserver", () => 
   const checksFor = (controlPlanes: string[]) => {
     const state = new InMemoryState();
     kubernetesNodeState(state);
-    const env: KubernetesCheckEnv = { state, cluster: clusterInfoFromLists(controlPlanes, []), isLocal: () => true, kubernetes: async () => api };
+    const env: KubernetesCheckEnv = { state, cluster: clusterInfoFromLists(controlPlanes, []), node: stateNode(state), kubernetes: async () => api };
     const run = async (name: string) => kubernetesChecks(env).find((c) => c.name === name)!.run(new AbortController().signal);
     return { state, run };
   };
@@ -101,7 +101,7 @@ describe.skipIf(typeof bin === "string")("against a real kube-apiserver", () => 
         .replace(/client-key-data: .*/, `client-key-data: ${b64(nobody.key)}`),
     );
     const forbidden = checksFor([]);
-    const env: KubernetesCheckEnv = { state: forbidden.state, cluster: clusterInfoFromLists([], []), isLocal: () => true, kubernetes: async () => weak };
+    const env: KubernetesCheckEnv = { state: forbidden.state, cluster: clusterInfoFromLists([], []), node: stateNode(forbidden.state), kubernetes: async () => weak };
     await expect(kubernetesChecks(env)[0].run(new AbortController().signal)).rejects.toThrow(
       'nodes is forbidden: User "nobody" cannot list resource "nodes" in API group "" at the cluster scope',
     );

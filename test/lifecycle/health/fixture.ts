@@ -12,6 +12,7 @@ import { newResource } from "../../../src/machinery/resources/resource.js";
 import { K8S_NS, KubeletConfigType, StaticPodStatusType } from "../../../src/machinery/resources/types/k8s.js";
 import { BOOTSTRAP_MANIFESTS_CONFIG } from "../../../src/lifecycle/health/kubernetes.js";
 import type { InMemoryState } from "../../../src/state/inmem.js";
+import { localNodeReads, unreachableNodeReads, type NodeReads } from "../../../src/lifecycle/health/reads.js";
 
 export const CP = "10.5.0.2";
 export const WORKER = "10.5.0.3";
@@ -69,4 +70,10 @@ export function kubernetesNodeState(s: InMemoryState, cni = "flannel"): void {
   for (const c of ["kube-apiserver", "kube-controller-manager", "kube-scheduler"]) {
     put(K8S_NS, StaticPodStatusType.type, `kube-system/${c}-cp-1`, { phase: "Running", conditions: [{ type: "Ready", status: "True" }] });
   }
+}
+
+/** The node function of a check env: `local` reads this state, every other address cannot be asked. */
+export function stateNode(s: InMemoryState, local: (ip: string) => boolean = () => true): (ip: string) => NodeReads {
+  const reads = localNodeReads({ state: s, platformMode: "metal", memTotalKiB: async () => 8 * 1024 * 1024 });
+  return (ip) => (local(ip) ? reads : unreachableNodeReads(ip, "not asked in this test"));
 }

@@ -14,7 +14,7 @@ import { ApiError, Code } from "../../../src/machinery/errors.js";
 import { DAEMONSETS, DEPLOYMENTS, NODES, PODS } from "../../../src/machinery/kubernetes/objects.js";
 import { K8S_NS, KubeletConfigType, StaticPodStatusType } from "../../../src/machinery/resources/types/k8s.js";
 import { InMemoryState } from "../../../src/state/inmem.js";
-import { CP, healthyCluster, k8sNode, kubernetesNodeState, pod, WORKER } from "./fixture.js";
+import { CP, healthyCluster, k8sNode, kubernetesNodeState, pod, stateNode, WORKER } from "./fixture.js";
 
 function fakeClock(start = 0) {
   const c = { t: start, now: () => c.t, sleep: async (ms: number) => void (c.t += ms) };
@@ -28,7 +28,7 @@ function setup(opts: { cni?: string; cluster?: MemoryKubeApi } = {}) {
   const env: KubernetesCheckEnv = {
     state,
     cluster: clusterInfoFromLists([CP], [WORKER]),
-    isLocal: (ip) => ip === CP,
+    node: stateNode(state, (ip) => ip === CP),
     kubernetes: async () => api,
   };
   const run = (name: string) => kubernetesChecks(env).find((c) => c.name === name)!.run(new AbortController().signal);
