@@ -75,6 +75,24 @@ export function podTable(pods: k8s.V1Pod[]): string {
     .join("\n");
 }
 
+/**
+ * Why pods are not ready: for each, its last container log lines and its Warning events (failed readiness probes
+ * say what the probe got). For the failure message of a wait on kube-system.
+ */
+export async function notReadyDetails(core: k8s.CoreV1Api, pods: k8s.V1Pod[], namespace = "kube-system"): Promise<string> {
+  const out: string[] = [];
+  for (const p of pods.filter((x) => !podReady(x))) {
+    const name = p.metadata?.name ?? "";
+    for (const c of p.spec?.containers ?? []) {
+      const log = await core.readNamespacedPodLog({ name, namespace, container: c.name, tailLines: 15 }).catch((e: Error) => `(no log: ${e.message})`);
+      out.push(`--- ${name}/${c.name} log:\n${String(log).trimEnd()}`);
+    }
+    const events = await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` }).catch(() => undefined);
+    for (const e of (events?.items ?? []).filter((x) => x.type === "Warning").slice(-5)) out.push(`--- ${name} event: ${e.reason}: ${e.message} (x${e.count ?? 1})`);
+  }
+  return out.join("\n");
+}
+
 /** Resident memory (MiB) of machined and of each component, from the Processes API (talosctl processes). */
 export async function componentRss(c: TestClient): Promise<Record<string, number>> {
   const r = await c.unary(MachineService, "Processes", EmptySchema, m.ProcessesResponseSchema, {}, { deadlineMs: 60_000 });

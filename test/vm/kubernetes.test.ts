@@ -26,7 +26,7 @@ import { apply, talosconfigCreds } from "../api/harness.js";
 import type { TestClient } from "../helpers/client.js";
 import { make, missingVmPrereqs, retry, TOP, version, Vm, type VmDisk } from "./vm.js";
 import { missingRegistryTools } from "./registry.js";
-import { componentRss, hostKubeconfig, kubeApi, missingKubeImages, nodeReady, podReady, podTable, withMirrors } from "./kube.js";
+import { componentRss, hostKubeconfig, kubeApi, missingKubeImages, nodeReady, notReadyDetails, podReady, podTable, withMirrors } from "./kube.js";
 
 const ARCH = "amd64" as const;
 const DIR = path.join(TOP, "build", ARCH, "vm");
@@ -164,18 +164,24 @@ describe.skipIf(!!skip)(`Kubernetes on the ${ARCH} image in QEMU`, () => {
 
   step("the control plane, kube-proxy, flannel and CoreDNS run in kube-system", async () => {
     const prefixes = [`kube-apiserver-${HOSTNAME}`, `kube-controller-manager-${HOSTNAME}`, `kube-scheduler-${HOSTNAME}`, "kube-proxy-", "kube-flannel-", "coredns-"];
-    await retry(
-      async () => {
-        const pods = (await core!.listNamespacedPod({ namespace: "kube-system" })).items;
-        for (const p of prefixes) {
-          const found = pods.filter((x) => x.metadata?.name?.startsWith(p));
-          if (!found.length || !found.every(podReady)) throw new Error(`${p}* not Running and ready:\n${podTable(pods)}`);
-        }
-        console.log(`kube-system:\n${podTable(pods)}`);
-      },
-      20 * MIN,
-      5000,
-    );
+    let last: k8s.V1Pod[] = [];
+    try {
+      await retry(
+        async () => {
+          const pods = (await core!.listNamespacedPod({ namespace: "kube-system" })).items;
+          last = pods;
+          for (const p of prefixes) {
+            const found = pods.filter((x) => x.metadata?.name?.startsWith(p));
+            if (!found.length || !found.every(podReady)) throw new Error(`${p}* not Running and ready:\n${podTable(pods)}`);
+          }
+          console.log(`kube-system:\n${podTable(pods)}`);
+        },
+        20 * MIN,
+        5000,
+      );
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${await notReadyDetails(core!, last)}`);
+    }
     figures.rssMiB = await componentRss(admin()).catch(() => ({}));
   }, 22 * MIN);
 });
