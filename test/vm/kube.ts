@@ -79,9 +79,10 @@ export function podTable(pods: k8s.V1Pod[]): string {
  * Why pods are not ready: for each, its last container log lines and its Warning events (failed readiness probes
  * say what the probe got). For the failure message of a wait on kube-system.
  */
-export async function notReadyDetails(core: k8s.CoreV1Api, pods: k8s.V1Pod[], namespace = "kube-system"): Promise<string> {
+export async function notReadyDetails(core: k8s.CoreV1Api, pods: k8s.V1Pod[], alsoPrefixes: string[] = [], namespace = "kube-system"): Promise<string> {
   const out: string[] = [];
-  for (const p of pods.filter((x) => !podReady(x))) {
+  // Also the pods named by prefix (kube-proxy: a service address that does not answer starts there).
+  for (const p of pods.filter((x) => !podReady(x) || alsoPrefixes.some((a) => x.metadata?.name?.startsWith(a)))) {
     const name = p.metadata?.name ?? "";
     for (const c of p.spec?.containers ?? []) {
       const log = await core.readNamespacedPodLog({ name, namespace, container: c.name, tailLines: 15 }).catch((e: Error) => `(no log: ${e.message})`);

@@ -180,7 +180,7 @@ describe.skipIf(!!skip)(`Kubernetes on the ${ARCH} image in QEMU`, () => {
         5000,
       );
     } catch (err) {
-      throw new Error(`${(err as Error).message}\n${await notReadyDetails(core!, last)}`);
+      throw new Error(`${(err as Error).message}\n${await notReadyDetails(core!, last, ["kube-proxy-"])}`);
     }
     figures.rssMiB = await componentRss(admin()).catch(() => ({}));
   }, 22 * MIN);
