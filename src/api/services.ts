@@ -38,6 +38,7 @@ import { timeHandlers } from "./handlers/time.js";
 import { TimeService } from "../machinery/api/gen/time/time_pb.js";
 import { formatRequest, logRequests, type RequestRecord } from "./request-log.js";
 import { goLogTime } from "../supervisor/services/apid.js";
+import { formatMemberId } from "../supervisor/etcd/ops.js";
 
 /**
  * Every call goes to the machined log (written directly, like the supervisor's transition lines, so it does not
@@ -89,7 +90,7 @@ function buildHandlers(deps: ApiDeps, forwarder: HealthOptions["forwarder"]): Se
         etcdMembers: async () => {
           const etcd = deps.services?.etcd;
           if (!etcd) return [];
-          return (await etcd.memberList()).map((m) => ({ id: m.id.toString(16).padStart(16, "0"), hostname: m.hostname, peerUrls: m.peerUrls, isLearner: m.isLearner }));
+          return (await etcd.memberList()).map((m) => ({ id: formatMemberId(m.id), hostname: m.hostname, peerUrls: m.peerUrls, isLearner: m.isLearner }));
         },
       }),
     ],

@@ -14,7 +14,7 @@ import * as m from "../../src/machinery/api/gen/machine/machine_pb.js";
 import { DataSchema } from "../../src/machinery/api/gen/common/common_pb.js";
 import type { TestClient } from "../helpers/client.js";
 import { readTar } from "../host/files/tar.js";
-import { apply, clusterConfigs, eventually, insecureClient, mtlsClient, startNode, talosconfigCreds, version, type Harness } from "./harness.js";
+import { applyControlPlane, eventually, mtlsClient, startNode, talosconfigCreds, version, type Harness } from "./harness.js";
 
 let h: Harness;
 let admin: TestClient;
@@ -27,10 +27,7 @@ beforeAll(async () => {
   writeFileSync(join(tree, "a", "big.bin"), Buffer.alloc(10000));
   writeFileSync(join(tree, "top.txt"), "t");
   h = await startNode();
-  const cfgs = await clusterConfigs();
-  const c = insecureClient(h);
-  await apply(c, cfgs.controlplane);
-  c.close();
+  const cfgs = await applyControlPlane(h);
   admin = mtlsClient(h, talosconfigCreds(cfgs.talosconfig));
   await eventually(() => version(admin));
 });

@@ -83,6 +83,18 @@ export function apply(c: TestClient, data: string | Uint8Array, mode = ApplyConf
   });
 }
 
+/** Configures a node in maintenance mode as a control plane over the insecure API; the cluster it now belongs to. */
+export async function applyControlPlane(h: Harness): Promise<GeneratedConfigs> {
+  const cfgs = await clusterConfigs();
+  const c = insecureClient(h);
+  try {
+    await apply(c, cfgs.controlplane);
+  } finally {
+    c.close();
+  }
+  return cfgs;
+}
+
 /** Poll until `fn` stops throwing (connections switch modes asynchronously). */
 export async function eventually<T>(fn: () => Promise<T>, timeoutMs = 5000): Promise<T> {
   const until = Date.now() + timeoutMs;

@@ -18,7 +18,7 @@ import { MachineStatusType, ServiceType } from "../../src/machinery/resources/ty
 import { DiagnosticType } from "../../src/machinery/resources/types/security.js";
 import { Role } from "../../src/machinery/role.js";
 import type { TestClient } from "../helpers/client.js";
-import { apply, clusterConfigs, eventually, insecureClient, mtlsClient, startNode, talosconfigCreds, version, type Harness } from "./harness.js";
+import { applyControlPlane, apply, eventually, mtlsClient, startNode, talosconfigCreds, version, type Harness } from "./harness.js";
 
 let h: Harness;
 let admin: TestClient;
@@ -28,10 +28,7 @@ const reads = (roles: string[] = [Role.Reader], timeoutMs?: number) => remoteNod
 
 beforeAll(async () => {
   h = await startNode();
-  const cfgs = await clusterConfigs();
-  const c = insecureClient(h);
-  await apply(c, cfgs.controlplane);
-  c.close();
+  const cfgs = await applyControlPlane(h);
   admin = mtlsClient(h, talosconfigCreds(cfgs.talosconfig));
   await eventually(() => version(admin), 20_000);
   // The node dials itself: its own client certificate, its own API port.

@@ -14,7 +14,7 @@ import { issueClientCert, issueLeaf, issueServerCert } from "../../src/machinery
 import { newTalosCA } from "../../src/machinery/pki/ca.js";
 import { tlsKeyPem } from "../../src/machinery/pki/pem.js";
 import { DEFAULT_LISTENER_LIMITS, TlsListener, type Refusal } from "../../src/host/tls-listener.js";
-import { apply, clusterConfigs, eventually, insecureClient, mtlsClient, startNode, talosconfigCreds, version, type Creds, type Harness } from "./harness.js";
+import { applyControlPlane, clusterConfigs, eventually, mtlsClient, startNode, talosconfigCreds, version, type Creds, type Harness } from "./harness.js";
 import { Flag, FrameType, PREFACE, VERSION_PATH, captureClientHello, closedWithin, frame, grpcRequestHeaders, pool, settings, sleep, tlsConnect } from "./wire.js";
 
 const CLIENT_AUTH = "1.3.6.1.5.5.7.3.2";
@@ -26,10 +26,7 @@ const certs: Record<string, Creds> = {};
 
 beforeAll(async () => {
   h = await startNode();
-  const cfgs = await clusterConfigs();
-  const c = insecureClient(h);
-  await apply(c, cfgs.controlplane);
-  c.close();
+  const cfgs = await applyControlPlane(h);
   const admin = talosconfigCreds(cfgs.talosconfig);
   ca = admin.ca;
   await eventually(async () => {

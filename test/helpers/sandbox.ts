@@ -182,15 +182,15 @@ export function workDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `${prefix}-`));
 }
 
-/** Polls `fn` until it stops throwing, at most `ms`; the last error is in the timeout's message. */
-export async function until<T>(what: string, ms: number, fn: () => Promise<T>): Promise<T> {
+/** Polls `fn` every `intervalMs` until it stops throwing, at most `ms`; the last error is in the timeout's message. */
+export async function until<T>(what: string, ms: number, fn: () => Promise<T>, intervalMs = 2000): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     try {
       return await fn();
     } catch (err) {
       if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${(err as Error).message}`);
-      await new Promise((r) => setTimeout(r, 2000));
+      await new Promise((r) => setTimeout(r, intervalMs));
     }
   }
 }

@@ -28,25 +28,15 @@ import { issueEtcdClientCert } from "../../src/machinery/pki/issue.js";
 import { newECDSACA } from "../../src/machinery/pki/ca.js";
 import { EtcdClient } from "../../src/supervisor/etcd/client.js";
 import { TestClient, insecureTls, mtls } from "../helpers/client.js";
-import { mirrorsPatch, sandboxSkipReason, startLab, startSandbox, type Lab, type SandboxNode } from "../helpers/sandbox.js";
+import { mirrorsPatch, sandboxSkipReason, startLab, startSandbox, type Lab, type SandboxNode, until as untilEvery } from "../helpers/sandbox.js";
 
 const skip = await sandboxSkipReason({ images: ["etcd", "siderolabs/kubelet", "pause"] });
 if (skip) console.log(`skipping the etcd join end-to-end test: ${skip}`);
 
 const MIN = 60_000;
 
-/** Polls `fn` until it stops throwing, at most `ms`. */
-async function until<T>(what: string, ms: number, fn: () => Promise<T>): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${(err as Error).message}`);
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
-}
+/** The shared poll, once a second: joins and member changes are quick here. */
+const until = <T>(what: string, ms: number, fn: () => Promise<T>) => untilEvery(what, ms, fn, 1000);
 
 describe.skipIf(!!skip)("etcd join across three sandboxed control planes", () => {
   let lab: Lab;

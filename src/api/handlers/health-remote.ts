@@ -26,6 +26,7 @@ import { NodeReadError, type NodeReads } from "../../lifecycle/health/reads.js";
 import { outgoingMetadata } from "../forward/forwarder.js";
 import { goStatusText } from "../forward/frames.js";
 import { one2oneStream, one2oneUnary, statusOf, type Targets } from "../forward/one2many.js";
+import { formatMemberId } from "../../supervisor/etcd/ops.js";
 
 /** Per read: a node that does not answer fails its check's attempt without holding the others. */
 export const DEFAULT_READ_TIMEOUT_MS = 10_000;
@@ -138,7 +139,7 @@ export function remoteNodeReads(targets: Targets, node: string, o: RemoteReadsOp
     etcdMembers: async (signal) => {
       const msg = (await machine("EtcdMemberList", m.EtcdMemberListRequestSchema, {}, m.EtcdMemberListResponseSchema, signal)).messages[0];
       if (!msg) throw new Error(`node ${JSON.stringify(node)}: no messages returned`);
-      return msg.members.map((x) => ({ id: x.id.toString(16).padStart(16, "0"), hostname: x.hostname, peerUrls: x.peerUrls, isLearner: x.isLearner }));
+      return msg.members.map((x) => ({ id: formatMemberId(x.id), hostname: x.hostname, peerUrls: x.peerUrls, isLearner: x.isLearner }));
     },
     memTotalKiB: async (signal) => Number((await machine("Memory", EmptySchema, {}, m.MemoryResponseSchema, signal)).messages[0]?.meminfo?.memtotal ?? 0n),
     ephemeral: async (signal) => {

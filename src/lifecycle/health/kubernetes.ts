@@ -27,7 +27,7 @@ import { pointer, readSpec } from "../../machinery/resources/read.js";
 import type { State } from "../../state/types.js";
 import { nodeInfo, type ClusterInfo, type NodeInfo } from "./nodes.js";
 import { SkipCheck, type ClusterCheck } from "./wait.js";
-import { errorText, type NodeReads } from "./reads.js";
+import { errorText, missing, type NodeReads } from "./reads.js";
 
 export interface KubernetesCheckEnv {
   state: Pick<State, "get" | "list">;
@@ -46,10 +46,6 @@ export const NO_KUBERNETES = "this node does not run Kubernetes";
 
 const CONTROL_PLANE_APPS = ["kube-apiserver", "kube-scheduler", "kube-controller-manager"];
 const EXPECTED_STATIC_PODS = CONTROL_PLANE_APPS.map((a) => `kube-system/${a}`).sort();
-
-function missing(p: Pointer): string {
-  return `resource ${p.type}(${p.namespace}/${p.id}@undefined) doesn't exist`;
-}
 
 function runsKubernetes(env: KubernetesCheckEnv): boolean {
   return env.state.get({ namespace: K8S_NS, type: KubeletConfigType.type, id: "kubelet" }) !== undefined;

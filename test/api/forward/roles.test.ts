@@ -9,7 +9,7 @@ import * as m from "../../../src/machinery/api/gen/machine/machine_pb.js";
 import { DataSchema } from "../../../src/machinery/api/gen/common/common_pb.js";
 import { Role } from "../../../src/machinery/role.js";
 import type { TestClient } from "../../helpers/client.js";
-import { apply, clusterConfigs, eventually, insecureClient, mtlsClient, roleCreds, startNode, talosconfigCreds, version, type Harness } from "../harness.js";
+import { applyControlPlane, clusterConfigs, eventually, mtlsClient, roleCreds, startNode, talosconfigCreds, version, type Harness } from "../harness.js";
 
 let h: Harness;
 const clients: TestClient[] = [];
@@ -23,10 +23,7 @@ const read = (c: TestClient, metadata?: Record<string, string>) => c.stream(Mach
 
 beforeAll(async () => {
   h = await startNode();
-  const cfgs = await clusterConfigs();
-  const c = insecureClient(h);
-  await apply(c, cfgs.controlplane);
-  c.close();
+  const cfgs = await applyControlPlane(h);
   const admin = mtlsClient(h, talosconfigCreds(cfgs.talosconfig));
   clients.push(admin);
   await eventually(() => version(admin), 20_000);
