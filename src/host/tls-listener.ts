@@ -85,6 +85,8 @@ export const DEFAULT_LISTENER_LIMITS = {
  * so our alert is record 2.
  */
 const RECORDS_BEFORE_ALERT = 2;
+/** After an orderly end, how long a peer gets to close its side before the socket is destroyed. */
+const END_GRACE_MS = 5_000;
 
 interface Tracked<T> {
   raw: net.Socket;
@@ -168,9 +170,17 @@ export class TlsListener<T> {
   }
 
   /** Destroy, after `graceMs`, the serving connections whose tag matches (e.g. those accepted in maintenance). */
+  /**
+   * Closes the matching connections after graceMs: an orderly end first, so bytes still queued (the last reply) reach
+   * the peer before its EOF, then a destroy END_GRACE_MS later for a peer that never finishes its side.
+   */
   destroyWhere(match: (tag: T) => boolean, graceMs: number): void {
     for (const t of this.tracked) {
-      if (t.state === "open" && match(t.tag)) setTimeout(() => this.destroy(t), graceMs).unref();
+      if (t.state !== "open" || !match(t.tag)) continue;
+      setTimeout(() => {
+        (t.tls ?? t.raw).end();
+        setTimeout(() => this.destroy(t), END_GRACE_MS).unref();
+      }, graceMs).unref();
     }
   }
 

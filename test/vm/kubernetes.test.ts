@@ -6,7 +6,10 @@
  *   boot from the medium (maintenance) → ApplyConfiguration of a control-plane config (install disk /dev/vda, the
  *   installer pulled from the same registry as registry.local/machined/installer:vm-kube) → install + reboot → the
  *   installed system's mTLS API → Bootstrap → the node Ready → the API server, controller-manager, scheduler,
- *   kube-proxy, flannel and CoreDNS pods Running.
+ *   kube-proxy, flannel and CoreDNS pods Running → the server-side health check with nothing skipped → a busybox
+ *   Deployment from the registry runs and its log is read through the Kubernetes API.
+ * The talosconfig and a host kubeconfig are written to build/amd64/vm/ while it runs, so a person can look in with
+ * talosctl and kubectl (`-e 127.0.0.1:<forwarded port>` as printed).
  * Every wait is on a condition, bounded generously: under TCG on a loaded host a boot takes 25-75 s and the whole
  * run 10-30 min. Each step depends on the previous one; after a failure the rest are skipped naming it.
  * The figures (seconds from the first boot, RSS per component) are printed and written to
@@ -19,6 +22,8 @@ import { execFileSync } from "node:child_process";
 import { EmptySchema } from "@bufbuild/protobuf/wkt";
 import type * as k8s from "@kubernetes/client-node";
 import { MachineService } from "../../src/machinery/api/gen/machine/machine_pb.js";
+import * as c from "../../src/machinery/api/gen/cluster/cluster_pb.js";
+import { ClusterService } from "../../src/machinery/api/gen/cluster/cluster_pb.js";
 import * as m from "../../src/machinery/api/gen/machine/machine_pb.js";
 import { applyPatches, parsePatch } from "../../src/machinery/config/index.js";
 import { generateConfigs, type GeneratedConfigs } from "../../src/machinery/generate/index.js";
@@ -51,6 +56,7 @@ describe.skipIf(!!skip)(`Kubernetes on the ${ARCH} image in QEMU`, () => {
   let cfgs: GeneratedConfigs;
   let config: string;
   let core: k8s.CoreV1Api | undefined;
+  let apps: k8s.AppsV1Api | undefined;
   let failed: string | undefined;
   const t0 = Date.now();
   const figures: Record<string, number | Record<string, number>> = {};
@@ -103,6 +109,7 @@ describe.skipIf(!!skip)(`Kubernetes on the ${ARCH} image in QEMU`, () => {
     // the installer goes to the same loopback registry as the component images (registry.local is mirrored there)
     execFileSync("skopeo", ["copy", "--quiet", "--dest-tls-verify=false", `oci-archive:${path.join(out, `installer-${ARCH}.oci.tar`)}`, `docker://127.0.0.1:5000/${INSTALLER}`], { timeout: 10 * MIN });
     cfgs = await generateConfigs({ clusterName: "vm-kube", endpoint: "https://10.0.2.15:6443", installDisk: "/dev/vda", installImage: `registry.local/${INSTALLER}`, talosVersion: "v1.13" });
+    fs.writeFileSync(path.join(DIR, "talosconfig"), cfgs.talosconfig);
     config = applyPatches(withMirrors(cfgs.controlplane), [parsePatch(`machine:\n  network:\n    hostname: ${HOSTNAME}\ncluster:\n  allowSchedulingOnControlPlanes: true\n`)]);
   }, 20 * MIN);
 
@@ -116,6 +123,7 @@ describe.skipIf(!!skip)(`Kubernetes on the ${ARCH} image in QEMU`, () => {
   const boot = async (name: string, disks: VmDisk[]) => {
     vm?.kill();
     vm = await Vm.start({ arch: ARCH, name, disks, varsFile: files.vars, memMiB: 3072, timeoutMs: 120 * MIN });
+    console.log(`[vm kubernetes] ${name}: API on 127.0.0.1:${vm.port}, API server on 127.0.0.1:${vm.kubePort}, console ${vm.logFile}`);
     await vm.waitFor(/\[machined init .*\] listening on :50000/, BOOT_MS);
     expect(vm.lines.some((l) => /kubernetes node: .*overlays \/etc\/cni \/etc\/kubernetes \/usr\/libexec\/kubernetes \/opt \/etc\/cri/.test(l.text))).toBe(true);
   };
@@ -149,7 +157,8 @@ describe.skipIf(!!skip)(`Kubernetes on the ${ARCH} image in QEMU`, () => {
   step("the node is Ready", async () => {
     const kubeconfig = await retry(() => hostKubeconfig(admin(), vm!.kubePort), 10 * MIN, 5000);
     expect(kubeconfig.server).toBe("https://10.0.2.15:6443");
-    core = kubeApi(kubeconfig.text).core;
+    fs.writeFileSync(path.join(DIR, "kubeconfig"), kubeconfig.text);
+    ({ core, apps } = kubeApi(kubeconfig.text));
     await retry(
       async () => {
         const n = await core!.readNode({ name: HOSTNAME });
@@ -184,4 +193,55 @@ describe.skipIf(!!skip)(`Kubernetes on the ${ARCH} image in QEMU`, () => {
     }
     figures.rssMiB = await componentRss(admin()).catch(() => ({}));
   }, 22 * MIN);
+
+  step("passes the server-side health check with nothing skipped", async () => {
+    const lines: string[] = [];
+    await admin()
+      .stream(ClusterService, "HealthCheck", c.HealthCheckRequestSchema, c.HealthCheckProgressSchema, { waitTimeout: { seconds: BigInt(10 * 60), nanos: 0 } }, {
+        deadlineMs: 11 * MIN,
+        onMessage: (x) => lines.push(x.message),
+      })
+      .catch((err: Error) => {
+        throw new Error(`${err.message}\n${lines.join("\n")}`);
+      });
+    expect(lines.join("\n")).not.toMatch(/SKIP/);
+    for (const check of ["etcd to be healthy", "kubelet to be healthy", "all k8s nodes to report ready", "all control plane static pods to be running", "kube-proxy to report ready", "coredns to report ready"]) {
+      expect(lines.some((l) => l.startsWith(`waiting for ${check}: OK`)), `${check} OK in\n${lines.join("\n")}`).toBe(true);
+    }
+  }, 12 * MIN);
+
+  step("runs a busybox Deployment from the registry and reads its log", async () => {
+    await apps!.createNamespacedDeployment({
+      namespace: "default",
+      body: {
+        metadata: { name: "hello" },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: "hello" } },
+          template: {
+            metadata: { labels: { app: "hello" } },
+            spec: { containers: [{ name: "hello", image: "docker.io/library/busybox:1.37", command: ["sh", "-c", "while true; do echo hello from $(hostname); sleep 2; done"] }] },
+          },
+        },
+      },
+    });
+    let last: k8s.V1Pod[] = [];
+    const pod = await retry(
+      async () => {
+        last = (await core!.listNamespacedPod({ namespace: "default", labelSelector: "app=hello" })).items;
+        if (last[0]?.status?.phase !== "Running") throw new Error(`the Deployment's pod is not Running:\n${podTable(last)}`);
+        return last[0].metadata!.name!;
+      },
+      10 * MIN,
+      5000,
+    ).catch(async (err: Error) => {
+      throw new Error(`${err.message}\n${await notReadyDetails(core!, last, [], "default")}`);
+    });
+    const log = await retry(async () => {
+      const text = await core!.readNamespacedPodLog({ name: pod, namespace: "default" });
+      if (!text.includes(`hello from ${pod}`)) throw new Error(`log of ${pod}: ${JSON.stringify(text.slice(0, 200))}`);
+      return text;
+    }, 3 * MIN, 5000);
+    expect(log.split("\n")[0]).toBe(`hello from ${pod}`);
+  }, 14 * MIN);
 });
