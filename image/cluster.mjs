@@ -4,9 +4,11 @@
 //   - a network namespace (machined-cluster) with a bridge 10.5.0.1/24 and one tap per VM: nothing is added to the
 //     host's own network (no interface, address, route or netfilter rule);
 //   - dnsmasq on that bridge: DHCP (a fixed address per VM's MAC, 10.5.0.11, .12, ..., infinite leases) and DNS;
-//   - the VMs boot the image's kernel directly with no static address on the command line, so each node asks DHCP
-//     (the agent's own client) and keeps that address in maintenance mode and after its install (the install disk,
-//     /dev/vda, is kept in build/<arch>/cluster/ across runs; CLUSTER_FRESH=1 starts empty);
+//   - the VMs boot through UEFI firmware (OVMF): from a copy of disk.raw until installed, then from their install
+//     disk (/dev/vda, kept in build/<arch>/cluster/ across runs; CLUSTER_FRESH=1 starts empty) through its A/B boot
+//     entries, so upgrade, rollback and fallback behave as on hardware. The image is built with no static address
+//     on its command line (make image NET_CMDLINE=), so each node asks DHCP (the agent's own client) and keeps that
+//     address in maintenance mode and after its install;
 //   - forwarders joined by unix sockets (image/forward.mjs): 127.0.0.<10+i>:50000 and :6443 on the host reach node i's
 //     API and API server; 10.5.0.1:5000 on the cluster network reaches the loopback registry 127.0.0.1:5000
 //     (`make registry`), to which the installer is pushed as machined/installer:<version>;
@@ -33,6 +35,8 @@ const GATEWAY = `${SUBNET}.1`;
 const OUT = path.join(TOP, "build", ARCH);
 const RUN = path.join(OUT, "cluster");
 const REGISTRY = "127.0.0.1:5000";
+const OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd";
+const OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd";
 const t0 = Date.now();
 const say = (msg) => console.error(`[cluster +${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
 
@@ -52,7 +56,12 @@ for (const tool of ["qemu-system-x86_64", "qemu-img", "dnsmasq", "ip", "skopeo"]
     fail(`${tool} is not installed (make image-deps; dnsmasq is in dnsmasq-base)`);
   }
 }
-for (const f of ["vmlinuz", "initramfs.zst", `installer-${ARCH}.oci.tar`, "manifest.json"]) if (!fs.existsSync(path.join(OUT, f))) fail(`build/${ARCH}/${f} is missing: make image ARCH=${ARCH} first`);
+for (const f of ["disk.raw", `installer-${ARCH}.oci.tar`, "manifest.json"]) if (!fs.existsSync(path.join(OUT, f))) fail(`build/${ARCH}/${f} is missing: make image ARCH=${ARCH} NET_CMDLINE= first`);
+for (const f of [OVMF_CODE, OVMF_VARS]) if (!fs.existsSync(f)) fail(`${f} is missing (apt-get install ovmf)`);
+// The medium's boot entry and the installer's carry the build's kernel command line; a static address there
+// (make image's default, for QEMU's user networking) would give every node the same one.
+const builtCmdline = JSON.parse(fs.readFileSync(path.join(OUT, "manifest.json"), "utf8")).cmdline ?? "";
+if (/machined\.ip=/.test(builtCmdline)) fail(`build/${ARCH} was built with a static address on its command line (${builtCmdline.match(/machined\.ip=\S+/)[0]}); the nodes take theirs by DHCP: make image ARCH=${ARCH} NET_CMDLINE=`);
 
 const nodes = Array.from({ length: NODES }, (_, k) => {
   const i = k + 1;
@@ -66,6 +75,8 @@ const nodes = Array.from({ length: NODES }, (_, k) => {
     host: `127.0.0.${10 + i}`,
     tap: `mcltap${i}`,
     disk: path.join(RUN, `node${i}.qcow2`),
+    medium: path.join(RUN, `node${i}-medium.raw`),
+    vars: path.join(RUN, `node${i}-vars.fd`),
     log: path.join(RUN, `node${i}.log`),
     mem: role === "controlplane" ? Number(process.env.CLUSTER_MEM_CP || 3072) : Number(process.env.CLUSTER_MEM_WORKER || 2048),
   };
@@ -203,21 +214,41 @@ fs.writeFileSync(path.join(RUN, "patch.yaml"), patch);
 fs.writeFileSync(path.join(RUN, "installer"), `registry.local/machined/installer:${version}\n`);
 
 // ------------------------------------------------------------------ VMs
-if (process.env.CLUSTER_FRESH) for (const n of nodes) fs.rmSync(n.disk, { force: true });
-const append = ["console=ttyS0,115200n8", "panic=10", "machined.slot=A"].join(" ");
-for (const n of nodes) {
+// Firmware boot (OVMF), as on hardware: until a node is installed it boots the medium (a copy of disk.raw) with
+// -no-reboot, so the reboot after its install ends that QEMU and the node comes back from its install disk alone (the
+// medium detached, as an operator pulls the USB stick); from then on every reboot (upgrade, rollback, fallback) goes
+// through the install disk's boot loader, its A/B entries and boot counting.
+if (process.env.CLUSTER_FRESH) for (const n of nodes) for (const f of [n.disk, n.vars]) fs.rmSync(f, { force: true });
+/** More than a few MiB written to the install disk: the installer has been there (an empty qcow2 is ~200 KiB). */
+const installed = (n) => fs.existsSync(n.disk) && JSON.parse(execFileSync("qemu-img", ["info", "-U", "--output", "json", n.disk], { encoding: "utf8" }))["actual-size"] > 64 * 2 ** 20;
+function boot(n) {
+  if (stopping) return;
   if (!fs.existsSync(n.disk)) execFileSync("qemu-img", ["create", "-q", "-f", "qcow2", n.disk, "8G"]);
-  fs.writeFileSync(n.log, "");
+  if (!fs.existsSync(n.vars)) fs.copyFileSync(OVMF_VARS, n.vars);
+  const fromMedium = !installed(n);
+  if (fromMedium) execFileSync("cp", ["--sparse=always", path.join(OUT, "disk.raw"), n.medium]);
+  fs.appendFileSync(n.log, `\n[make cluster] booting ${n.name} from ${fromMedium ? "the medium (maintenance mode)" : "its install disk"}\n`);
   // prettier-ignore
   const args = [
     "-M", "q35", "-cpu", "max", "-accel", "tcg", "-m", String(n.mem), "-smp", "2",
-    "-display", "none", "-serial", `file:${n.log}`, "-monitor", "none",
+    "-display", "none", "-chardev", `file,id=console,path=${n.log},append=on`, "-serial", "chardev:console", "-monitor", "none",
     "-netdev", `tap,id=net0,ifname=${n.tap},script=no,downscript=no`, "-device", `virtio-net-pci,netdev=net0,mac=${n.mac}`,
-    "-drive", `if=none,id=install,format=qcow2,file=${n.disk}`, "-device", "virtio-blk-pci,drive=install,serial=install",
+    "-drive", `if=pflash,format=raw,readonly=on,file=${OVMF_CODE}`, "-drive", `if=pflash,format=raw,file=${n.vars}`,
+    "-drive", `if=none,id=install,format=qcow2,file=${n.disk}`, "-device", `virtio-blk-pci,drive=install,serial=install,bootindex=${fromMedium ? 1 : 0}`,
+    ...(fromMedium ? ["-drive", `if=none,id=boot,format=raw,file=${n.medium}`, "-device", "virtio-blk-pci,drive=boot,serial=boot,bootindex=0", "-no-reboot"] : []),
     "-device", "i6300esb", "-watchdog-action", process.env.CLUSTER_WATCHDOG || "debug", "-device", "virtio-rng-pci",
-    "-kernel", path.join(OUT, "vmlinuz"), "-initrd", path.join(OUT, "initramfs.zst"), "-append", append,
   ];
-  start(`VM ${n.name}`, ...inNs("qemu-system-x86_64", args), path.join(RUN, `node${n.i}.qemu.log`));
+  const child = start(`VM ${n.name}`, ...inNs("qemu-system-x86_64", args), path.join(RUN, `node${n.i}.qemu.log`));
+  child.on("exit", () => {
+    if (stopping) return;
+    if (fromMedium) fs.rmSync(n.medium, { force: true });
+    say(fromMedium && installed(n) ? `${n.name}: installed; booting it from its install disk` : `${n.name}: QEMU ended; booting it again`);
+    setTimeout(() => boot(n), 1000);
+  });
+}
+for (const n of nodes) {
+  fs.writeFileSync(n.log, "");
+  boot(n);
 }
 say(`booting ${NODES} VMs (${CONTROLPLANES} control plane${CONTROLPLANES > 1 ? "s" : ""}); serial consoles: build/${ARCH}/cluster/node<i>.log`);
 console.error(
