@@ -60,6 +60,8 @@ for (const f of ["disk.raw", `installer-${ARCH}.oci.tar`, "manifest.json"]) if (
 for (const f of [OVMF_CODE, OVMF_VARS]) if (!fs.existsSync(f)) fail(`${f} is missing (apt-get install ovmf)`);
 // The medium's boot entry and the installer's carry the build's kernel command line; a static address there
 // (make image's default, for QEMU's user networking) would give every node the same one.
+const report = fs.existsSync(path.join(OUT, "build-report.txt")) ? fs.readFileSync(path.join(OUT, "build-report.txt"), "utf8") : "";
+if (!/^ {2}CNI plugins: .*\bflannel\b/m.test(report)) fail(`build/${ARCH} has no flannel CNI plugin (build/${ARCH}/build-report.txt): make kube-images, then make image ARCH=${ARCH} NET_CMDLINE= again`);
 const builtCmdline = JSON.parse(fs.readFileSync(path.join(OUT, "manifest.json"), "utf8")).cmdline ?? "";
 if (/machined\.ip=/.test(builtCmdline)) fail(`build/${ARCH} was built with a static address on its command line (${builtCmdline.match(/machined\.ip=\S+/)[0]}); the nodes take theirs by DHCP: make image ARCH=${ARCH} NET_CMDLINE=`);
 

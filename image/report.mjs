@@ -20,9 +20,14 @@ const rows = [
   ...(ARCH === "amd64" ? [["grub-core.img", fs.statSync(path.join(OUT, "grub-core.img")).size, null, "GRUB for BIOS firmware (modules embedded)"]] : []),
   [`installer-${ARCH}.oci.tar`, fs.statSync(path.join(OUT, `installer-${ARCH}.oci.tar`)).size, null, "OCI layout, 1 layer"],
 ];
+// Kubernetes pods get no network without the flannel CNI plugin (from `make kube-images`, not Debian): said here so
+// make cluster and the Kubernetes VM test can refuse an image built before it.
+const cniDir = path.join(ROOTFS, "opt/cni/bin");
+const cni = fs.existsSync(cniDir) ? fs.readdirSync(cniDir).sort() : [];
 const lines = [
   `machined image ${ARCH}: built in ${((Date.now() - started) / 1000).toFixed(1)} s`,
   ...rows.map(([n, c, u, what]) => `  ${n.padEnd(26)} ${mib(c).padStart(11)}${u ? `  (unpacked ${mib(u)})` : ""}  ${what}`),
+  `  CNI plugins: ${cni.join(" ") || "none"}${cni.includes("flannel") ? "" : " (no flannel: run make kube-images, then make image again)"}`,
 ];
 const text = lines.join("\n") + "\n";
 fs.writeFileSync(path.join(OUT, "build-report.txt"), text);

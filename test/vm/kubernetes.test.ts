@@ -103,6 +103,9 @@ describe.skipIf(!!skip)(`Kubernetes on the ${ARCH} image in QEMU`, () => {
     if (!process.env.VM_SKIP_BUILD || !fs.existsSync(path.join(out, "disk.raw"))) {
       make(["image", `ARCH=${ARCH}`, "ZSTD_LEVEL=3", "IMAGE_VERSION=vm-kube"], `${ARCH}-kube`, { SKIP_SYSROOT: fs.existsSync(path.join(out, "work/sysroot/opt/node")) ? "1" : "" });
     }
+    // An image built before `make kube-images` lacks the flannel CNI plugin: no pod would ever get a network.
+    const report = fs.readFileSync(path.join(out, "build-report.txt"), "utf8");
+    if (!/^ {2}CNI plugins: .*\bflannel\b/m.test(report)) throw new Error(`build/${ARCH} has no flannel CNI plugin (make kube-images, then make image again):\n${report}`);
     for (const f of Object.values(files)) fs.rmSync(f, { force: true });
     execFileSync("cp", ["--sparse=always", path.join(out, "disk.raw"), files.medium]);
     execFileSync("qemu-img", ["create", "-q", "-f", "qcow2", files.install, "8G"]);
