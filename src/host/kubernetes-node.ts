@@ -23,7 +23,9 @@ import { MNT, type Syscalls } from "./syscalls.js";
 /**
  * Modules for pod networking and services: bridge + veth (the bridge CNI), vxlan (flannel), br_netfilter (bridged pod
  * traffic through netfilter), conntrack/NAT, nf_tables with the expressions kube-proxy's nftables rules use, and the
- * xtables matches/targets iptables-nft (flannel's masquerading, portmap) maps onto nft_compat. Names the kernel does
+ * xtables matches/targets iptables-nft (flannel's masquerading, portmap, kube-proxy's iptables mode) maps onto
+ * nft_compat. A missing one shows only as a failed rule (kube-proxy's "nftables sync failed ... No such file or
+ * directory" left every Service unrouted in the VM while it worked on a host kernel that had it). Names the kernel does
  * not have (or builds in) are reported, not fatal.
  */
 export const KUBERNETES_MODULES: readonly string[] = [
@@ -49,6 +51,9 @@ export const KUBERNETES_MODULES: readonly string[] = [
   "nft_fib_ipv4",
   "nft_fib_ipv6",
   "nft_reject_inet",
+  // kube-proxy's nftables tables are of the ip and ip6 families, whose `reject` is not nft_reject_inet's
+  "nft_reject_ipv4",
+  "nft_reject_ipv6",
   "nft_compat",
   "xt_comment",
   "xt_mark",
@@ -60,6 +65,8 @@ export const KUBERNETES_MODULES: readonly string[] = [
   "xt_statistic",
   "xt_physdev",
   "xt_tcpudp",
+  "ipt_REJECT",
+  "ip6t_REJECT",
   "ip_tables",
   "iptable_nat",
   "iptable_filter",
