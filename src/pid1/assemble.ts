@@ -63,6 +63,8 @@ export interface AssembleOptions {
   afterFirstInstall?: (node: Node, cfg: MachineConfig) => Promise<void>;
   /** Extra startup facts for the "listening" line. */
   startedAt?: number;
+  /** Where STATE and EPHEMERAL are (VolumeStatus); default the state folder as both (local mode). */
+  volumes?: ControllerWiring["volumes"];
 }
 
 export interface RunningNode {
@@ -157,6 +159,7 @@ export async function assembleNode(o: AssembleOptions): Promise<RunningNode> {
     state,
     log,
     stateDir: o.stateDir,
+    volumes: o.volumes,
     setReadiness: (unmet) => node.setControllerReadiness(unmet),
     network: o.network,
     kubernetesRoot: o.kubernetesRoot,

@@ -8,6 +8,7 @@ import type { State } from "../state/types.js";
 import { networkControllers } from "../controllers/network/index.js";
 import type { LeaseFn } from "../controllers/network/dhcp4.js";
 import { coreControllers } from "../controllers/runtime/core.js";
+import type { VolumeInfo } from "../controllers/block/volumes.js";
 import { discoverDisks } from "../host/disks.js";
 import { kubernetesControlPlaneControllers } from "../controllers/k8s/index.js";
 import { rootOSController } from "../controllers/secrets/root-os.js";
@@ -60,6 +61,8 @@ export interface ControllerWiring {
   trustd?: TrustdService;
   /** What a worker without its API certificate waits for (the API identity shows it). */
   onWorkerCertStatus?: (s: WorkerCertStatus | undefined) => void;
+  /** Where STATE and EPHEMERAL are (VolumeStatus); default the state folder as both (local mode). */
+  volumes?: () => Promise<VolumeInfo[]>;
   /** The supervisor, for the controllers that run services; without it no service is started. */
   services?: ServiceHost;
   serviceOptions?: { containerd?: false | Omit<ContainerdServiceOptions, "stateDir">; etcd?: Partial<Omit<EtcdServiceOptions, "spec" | "pki" | "stateDir">> };
@@ -85,6 +88,7 @@ export function startControllers(w: ControllerWiring): ControllerRuntime {
     ...networkControllers(w.network),
     ...coreControllers({
       stateDir: w.stateDir,
+      volumes: w.volumes,
       setReadiness: w.setReadiness,
       // machined (the API included) is the one service every node must run; the lifecycle's services
       // condition covers the daemons the service controllers load.

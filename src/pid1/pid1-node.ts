@@ -10,6 +10,7 @@ import type { ModuleLoader } from "../host/modules.js";
 import type { Syscalls } from "../host/syscalls.js";
 import type { Power } from "./power.js";
 import { assembleNode, type RunningNode } from "./assemble.js";
+import { mountedVolumes } from "../controllers/block/volumes.js";
 import { servicesUnavailableReason } from "./local.js";
 import { adoptState, findSystemDisk, STATE_DIR } from "./state-mounts.js";
 import { prepareKubernetesNode } from "../host/kubernetes-node.js";
@@ -42,6 +43,7 @@ export async function runPid1Node(o: Pid1NodeOptions): Promise<Pid1Node> {
     logLevel: o.logLevel,
     services: !unavailable,
     kubernetes: true,
+    volumes: mountedVolumes(),
     // The containerd health checks spawn ctr (a Go binary): on a slow machine (measured: a TCG guest on a loaded
     // host) one spawn takes longer than the default 3 s, so the check never passed and etcd/kubelet never started.
     serviceOptions: { containerd: { health: { timeoutMs: 20_000 } } },

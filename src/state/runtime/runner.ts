@@ -11,6 +11,9 @@ import type { Unsubscribe, WatchEvent, State } from "../types.js";
 import type { Controller, ControllerStatus, Input, ReconcileResult, RuntimeLogger } from "./controller.js";
 import { reconcileContext } from "./context.js";
 
+/** The longest delay setTimeout takes as given. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export interface BackoffOptions {
   initialMs: number;
   maxMs: number;
@@ -139,10 +142,12 @@ export class ControllerRunner {
     this.requeueTimer = undefined;
     const after = result?.requeueAfterMs;
     if (after !== undefined && after >= 0 && !this.stopped) {
+      // Node fires a timer beyond 2^31-1 ms after 1 ms (a TimeoutOverflowWarning each time): an infinite DHCP lease
+      // (renewal at half of 2^32 s) became a reconcile loop. Clamped, the run at that time simply asks again.
       this.requeueTimer = setTimeout(() => {
         this.requeueTimer = undefined;
         this.trigger();
-      }, after);
+      }, Math.min(after, MAX_TIMER_MS));
     }
     if (this.pending) this.trigger();
   }

@@ -241,6 +241,25 @@ describe("ControllerRuntime", () => {
     expect(runs).toBe(4);
   });
 
+  it("takes a requeue beyond setTimeout's range as a long wait, not an immediate re-run", async () => {
+    const s = new InMemoryState();
+    let runs = 0;
+    runtime = new ControllerRuntime(s);
+    runtime.register({
+      name: "test.InfiniteLeaseController",
+      inputs: [],
+      outputs: [],
+      reconcile() {
+        runs++;
+        return { requeueAfterMs: 2 ** 32 * 500 }; // half an infinite DHCP lease
+      },
+    });
+    runtime.start();
+    await eventually(() => runs === 1, 2000, "the first run");
+    await sleep(100);
+    expect(runs).toBe(1);
+  });
+
   it("wakes only on the watched id for an input with an id", async () => {
     const s = new InMemoryState();
     let runs = 0;
