@@ -103,8 +103,8 @@ export function controllerManagerPod(spec: ControllerManagerConfigSpec, v: PodVe
     mounts: [{ name: "secrets", path: CONTROLLER_MANAGER_SECRETS, readOnly: true }],
     extraVolumes: spec.extraVolumes,
     probes: {
-      // 60 s to come up.
-      startupProbe: { httpGet: get, periodSeconds: 5, failureThreshold: 12 },
+      // 60 s to come up, each probe given 15 s (Talos 1.14's budget).
+      startupProbe: { httpGet: get, periodSeconds: 5, failureThreshold: 12, timeoutSeconds: 15 },
       livenessProbe: { httpGet: get, timeoutSeconds: 15 },
     },
     uid: CONTROLLER_MANAGER_UID,
@@ -128,9 +128,11 @@ export function schedulerPod(spec: SchedulerConfigSpec, v: PodVersions): PodMani
     ],
     extraVolumes: spec.extraVolumes,
     probes: {
-      startupProbe: { httpGet: httpsGet(endpoints.startup, 10259) },
-      livenessProbe: { httpGet: httpsGet(endpoints.liveness, 10259) },
-      readinessProbe: { httpGet: httpsGet(endpoints.readiness, 10259) },
+      // Talos 1.14's budget (1.13 left the Kubernetes defaults: 30 s to start, 1 s per probe, which a slow or
+      // loaded machine misses: the scheduler was killed before it served /livez and never scheduled a pod).
+      startupProbe: { httpGet: httpsGet(endpoints.startup, 10259), periodSeconds: 5, failureThreshold: 12, timeoutSeconds: 15 },
+      livenessProbe: { httpGet: httpsGet(endpoints.liveness, 10259), timeoutSeconds: 15 },
+      readinessProbe: { httpGet: httpsGet(endpoints.readiness, 10259), timeoutSeconds: 15 },
     },
     uid: SCHEDULER_UID,
     capabilities: { drop: ["ALL"] },

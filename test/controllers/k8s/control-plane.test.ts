@@ -404,7 +404,7 @@ describe("k8s.ControlPlaneStaticPodController", () => {
     ]);
     const healthz = { path: "/healthz", port: 10257, host: "localhost", scheme: "HTTPS" };
     expect(cm.spec.containers[0]).toMatchObject({
-      startupProbe: { httpGet: healthz, periodSeconds: 5, failureThreshold: 12 },
+      startupProbe: { httpGet: healthz, periodSeconds: 5, failureThreshold: 12, timeoutSeconds: 15 },
       livenessProbe: { httpGet: healthz, timeoutSeconds: 15 },
       resources: { requests: { cpu: "50m", memory: "256Mi" } },
       securityContext: { capabilities: { drop: ["ALL"] } },
@@ -425,7 +425,12 @@ describe("k8s.ControlPlaneStaticPodController", () => {
       "--tls-min-version=VersionTLS13",
     ]);
     const probe = (p: string) => ({ httpGet: { path: p, port: 10259, host: "localhost", scheme: "HTTPS" } });
-    expect(sched.spec.containers[0]).toMatchObject({ startupProbe: probe("/livez"), livenessProbe: probe("/livez"), readinessProbe: probe("/readyz") });
+    // Talos 1.14's budgets: 60 s to start, 15 s per probe.
+    expect(sched.spec.containers[0]).toMatchObject({
+      startupProbe: { ...probe("/livez"), periodSeconds: 5, failureThreshold: 12, timeoutSeconds: 15 },
+      livenessProbe: { ...probe("/livez"), timeoutSeconds: 15 },
+      readinessProbe: { ...probe("/readyz"), timeoutSeconds: 15 },
+    });
     expect(sched.spec.securityContext.runAsUser).toBe(65536);
     expect(sched.spec.volumes).toEqual([
       { name: "secrets", hostPath: { path: "/system/secrets/kubernetes/kube-scheduler" } },
