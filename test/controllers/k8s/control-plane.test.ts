@@ -69,7 +69,11 @@ const etcdService = (s: InMemoryState, healthy: boolean) =>
   put(s, RUNTIME_NS, ServiceType.type, "etcd", { running: true, healthy, unknown: false }, "v1alpha1.ServiceController");
 
 const roots: string[] = [];
-afterEach(() => {
+const runtimes: { stop(): Promise<void> }[] = [];
+// The runtime stops before its root goes: this hook runs before the harness's own stop (after-hooks run in
+// reverse order), and a controller still writing under the root made rmSync fail with ENOTEMPTY.
+afterEach(async () => {
+  await Promise.all(runtimes.splice(0).map((r) => r.stop()));
   for (const r of roots.splice(0)) rmSync(r, { recursive: true, force: true });
 });
 
@@ -78,6 +82,7 @@ function chain() {
   roots.push(root);
   const s = new InMemoryState();
   const rt = startRuntime(s, [rootEtcdController(), etcdCertsController(), ...kubernetesControlPlaneControllers({ root, http: fakeLoopbackHttp() })]);
+  runtimes.push(rt);
   return { s, rt, root, file: (p: string) => path.join(root, p) };
 }
 
