@@ -3,6 +3,7 @@
 # step by step with the real talosctl and kubectl, each step printing seconds since T0 (default: now).
 # Usage: image/cluster-trial.sh <step>...
 #   steps: config apply bootstrap ready pods multi health spread upgrade rollback fault fix
+#   with `make cluster CONTROLPLANES=3`: config apply3 bootstrap members3 ready reset3 members2 health2
 #   upgrade needs registry.local/machined/installer:cluster-2 in the registry (README); make cluster's own image
 #   is expected to be built with IMAGE_VERSION=cluster-1.
 # Env: TALOSCTL (talosctl), TRIAL_DIR (build/amd64/cluster/trial): configs, talosconfig and kubeconfig go there.
@@ -41,6 +42,30 @@ step_apply() {
   wait $a; ra=$?; wait $b; rb=$?; wait $c; rc=$?
   log "apply-config rc: cp=$ra w1=$rb w2=$rc"
   $T config endpoint 127.0.0.11; $T config node $CP
+}
+step_apply3() {
+  for i in 1 2 3; do $T apply-config --insecure -n 127.0.0.1$i -f out/controlplane.yaml --config-patch @node-$i.yaml & eval p$i=$!; done
+  wait $p1; r1=$?; wait $p2; r2=$?; wait $p3; r3=$?
+  log "apply-config rc: cp1=$r1 cp2=$r2 cp3=$r3"
+  $T config endpoint 127.0.0.11; $T config node $CP
+}
+step_members3() {
+  until_ok 5400 sh -c "[ \$($T -e 127.0.0.11 -n $CP etcd members 2>/dev/null | awk 'NR>1 && \$NF==\"false\"' | wc -l) -ge 3 ]" || { tc -n $CP etcd members; return 1; }
+  log "three etcd voters"; tc -n $CP etcd members
+  tc -n $CP,$W1,$W2 service etcd | grep -i -E "^NODE|STATE|HEALTH" ; tc -n $CP get members
+  tc -n $W1 bootstrap; log "second bootstrap on a joined node rc=$? (expected non-zero)"
+}
+step_reset3() {
+  tc -n $W2 reset --graceful --reboot --wait=false; log "reset of $W2 rc=$?"
+  until_ok 1800 sh -c "[ \$($T -e 127.0.0.11 -n $CP etcd members 2>/dev/null | awk 'NR>1' | wc -l) -eq 2 ]" || { tc -n $CP etcd members; return 1; }
+  log "two etcd members after the reset"; tc -n $CP etcd members; tc -n $CP etcd status
+}
+step_members2() {
+  tc -n $CP,$W1 etcd status; log "etcd status rc=$?"
+  tc -n $CP,$W1 service etcd | grep -i -E "^NODE|HEALTH"
+}
+step_health2() {
+  tc -n $CP health --control-plane-nodes $CP,$W1 --wait-timeout 30m; log "health rc=$?"
 }
 step_bootstrap() {
   until_ok 3600 sh -c "$T -e 127.0.0.11 -n $CP bootstrap 2>&1 || $T -e 127.0.0.11 -n $CP bootstrap 2>&1 | grep -qi already" || return 1

@@ -49,7 +49,7 @@ if (ARCH !== "amd64") fail(`ARCH=${ARCH}: only amd64 is wired here (make qemu bo
 if (!Number.isInteger(NODES) || NODES < 1 || NODES > 9) fail(`NODES=${process.env.NODES}: must be 1..9`);
 if (!Number.isInteger(CONTROLPLANES) || CONTROLPLANES < 1 || CONTROLPLANES > NODES) fail(`CONTROLPLANES=${process.env.CONTROLPLANES}: must be 1..NODES (${NODES})`);
 if (process.getuid?.() !== 0) fail("needs root (a network namespace, taps, dnsmasq)");
-for (const tool of ["qemu-system-x86_64", "qemu-img", "dnsmasq", "ip", "skopeo"]) {
+for (const tool of ["qemu-system-x86_64", "qemu-img", "qemu-io", "dnsmasq", "ip", "skopeo"]) {
   try {
     execFileSync("sh", ["-c", `command -v ${tool}`], { stdio: "ignore" });
   } catch {
@@ -216,13 +216,16 @@ fs.writeFileSync(path.join(RUN, "patch.yaml"), patch);
 fs.writeFileSync(path.join(RUN, "installer"), `registry.local/machined/installer:${version}\n`);
 
 // ------------------------------------------------------------------ VMs
-// Firmware boot (OVMF), as on hardware: until a node is installed it boots the medium (a copy of disk.raw) with
-// -no-reboot, so the reboot after its install ends that QEMU and the node comes back from its install disk alone (the
-// medium detached, as an operator pulls the USB stick); from then on every reboot (upgrade, rollback, fallback) goes
-// through the install disk's boot loader, its A/B entries and boot counting.
+// Firmware boot (OVMF), as on hardware: until a node is installed it boots the medium (a copy of disk.raw), and the
+// reboot after its install brings it back from its install disk alone (the medium detached, as an operator pulls the
+// USB stick); from then on every reboot (upgrade, rollback, fallback) goes through the install disk's boot loader, its
+// A/B entries and boot counting. Every reboot ends its QEMU (-no-reboot) and the node is booted again from what its
+// disk holds then: a reset wipes the disk's partition table, and the node comes back from the medium in maintenance
+// mode, as a machine whose disk is blank falls through to its boot stick, instead of stopping in the firmware's shell.
 if (process.env.CLUSTER_FRESH) for (const n of nodes) for (const f of [n.disk, n.vars]) fs.rmSync(f, { force: true });
-/** More than a few MiB written to the install disk: the installer has been there (an empty qcow2 is ~200 KiB). */
-const installed = (n) => fs.existsSync(n.disk) && JSON.parse(execFileSync("qemu-img", ["info", "-U", "--output", "json", n.disk], { encoding: "utf8" }))["actual-size"] > 64 * 2 ** 20;
+/** The install disk has a partition table (GPT's "EFI PART" at LBA 1): the installer wrote it and no reset wiped it. */
+const installed = (n) =>
+  fs.existsSync(n.disk) && /: +45 46 49 20 50 41 52 54/.test(execFileSync("qemu-io", ["-U", "-r", "-f", "qcow2", "-c", "read -v 512 8", n.disk], { encoding: "utf8" }));
 function boot(n) {
   if (stopping) return;
   if (!fs.existsSync(n.disk)) execFileSync("qemu-img", ["create", "-q", "-f", "qcow2", n.disk, "8G"]);
@@ -237,7 +240,8 @@ function boot(n) {
     "-netdev", `tap,id=net0,ifname=${n.tap},script=no,downscript=no`, "-device", `virtio-net-pci,netdev=net0,mac=${n.mac}`,
     "-drive", `if=pflash,format=raw,readonly=on,file=${OVMF_CODE}`, "-drive", `if=pflash,format=raw,file=${n.vars}`,
     "-drive", `if=none,id=install,format=qcow2,file=${n.disk}`, "-device", `virtio-blk-pci,drive=install,serial=install,bootindex=${fromMedium ? 1 : 0}`,
-    ...(fromMedium ? ["-drive", `if=none,id=boot,format=raw,file=${n.medium}`, "-device", "virtio-blk-pci,drive=boot,serial=boot,bootindex=0", "-no-reboot"] : []),
+    ...(fromMedium ? ["-drive", `if=none,id=boot,format=raw,file=${n.medium}`, "-device", "virtio-blk-pci,drive=boot,serial=boot,bootindex=0"] : []),
+    "-no-reboot",
     "-device", "i6300esb", "-watchdog-action", process.env.CLUSTER_WATCHDOG || "debug", "-device", "virtio-rng-pci",
   ];
   const child = start(`VM ${n.name}`, ...inNs("qemu-system-x86_64", args), path.join(RUN, `node${n.i}.qemu.log`));
