@@ -115,9 +115,19 @@ describe.skipIf(!!skip)("trustd between sandboxed nodes", () => {
     const logs = await client(cp).stream(MachineService, "Logs", m.LogsRequestSchema, DataSchema, { namespace: "system", id: "trustd", tailLines: -1 });
     const text = Buffer.concat(logs.map((d) => d.bytes)).toString();
     expect(text).toMatch(new RegExp(`trustd: received CSR signing request from ${worker.ip.replace(/\./g, "\\.")}:\\d+: subject CN=trw `));
-    // trustd runs on the control plane only.
-    const services = await client(cp).unary(MachineService, "ServiceList", EmptySchema, m.ServiceListResponseSchema, {});
-    expect(services.messages[0].services.find((x) => x.id === "trustd")).toMatchObject({ state: "Running", health: { healthy: true } });
+    // trustd runs on the control plane only. Its health is a TCP probe with upstream's 500 ms budget every 5 s; on a
+    // loaded CI machine (three nodes on two cores) one probe can miss it and leave it unhealthy until the next, so
+    // the check is that it is (or becomes) Running and healthy, not that no probe was ever late.
+    const reader = client(cp);
+    await eventually(
+      async () => {
+        const services = await reader.unary(MachineService, "ServiceList", EmptySchema, m.ServiceListResponseSchema, {}, { deadlineMs: 5000 });
+        const trustd = services.messages[0].services.find((x) => x.id === "trustd");
+        expect(trustd, JSON.stringify(trustd)).toMatchObject({ state: "Running", health: { healthy: true } });
+      },
+      30_000,
+      "trustd Running and healthy on the control plane",
+    );
     const workerServices = await client(worker).unary(MachineService, "ServiceList", EmptySchema, m.ServiceListResponseSchema, {});
     expect(workerServices.messages[0].services.map((x) => x.id)).not.toContain("trustd");
   }, 120_000);
