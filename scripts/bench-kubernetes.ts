@@ -15,9 +15,16 @@
  * Memory: RSS of machined (in maintenance mode before the config, and after Ready) and of each component after
  * every kube-system pod is Running, summed over the component's processes (the sandbox's process tree).
  *
+ * CPU at rest: once every pod is Running, CPU-seconds per minute of machined (its own, and the processes it
+ * spawned and reaped in the window) and of each component, over `--rest <s>` seconds (default 60). The components
+ * are the reference: they are what upstream's node runs too, so machined's share is read beside theirs.
+ * `--cpu-prof <dir>` runs the node under V8's CPU profiler and prints where machined's own CPU went in that window
+ * (self time by function and by source file of the bundle).
+ *
  * `--json <file>` also writes the figures.
  */
-import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import * as https from "node:https";
 import * as k8s from "@kubernetes/client-node";
 import { parse } from "yaml";
@@ -34,7 +41,14 @@ import { TestClient, insecureTls, mtls } from "../test/helpers/client.js";
 import { mirrorsPatch, sandboxSkipReason, startLab, startSandbox, until, untarOne } from "../test/helpers/sandbox.js";
 
 const args = process.argv.slice(2);
-const jsonOut = args.includes("--json") ? args[args.indexOf("--json") + 1] : undefined;
+const option = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+const jsonOut = option("--json");
+const restSeconds = Number(option("--rest") ?? 60);
+const profileDir = option("--cpu-prof");
+if (!(restSeconds > 0)) {
+  console.error(`bench-kubernetes: --rest wants a number of seconds, got ${JSON.stringify(option("--rest"))}`);
+  process.exit(2);
+}
 const VERSION = "1.37.2";
 const MIN = 60_000;
 
@@ -82,6 +96,97 @@ function allProcs(): Proc[] {
   }
   return out;
 }
+
+/** CPU seconds of a process: its own (utime+stime) and its reaped children's (cutime+cstime). */
+function cpuOf(pid: number): { own: number; children: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // rest[0] is field 3; utime, stime, cutime, cstime are fields 14-17.
+    return { own: (Number(rest[11]) + Number(rest[12])) / CLK_TCK, children: (Number(rest[13]) + Number(rest[14])) / CLK_TCK };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CPU-seconds per minute by component over `seconds`: processes alive at both ends count their difference, those
+ * started in the window all of theirs; those that ended in the window are counted only through their parent's
+ * reaped-children time (machined's spawns show there).
+ */
+async function cpuAtRest(root: number, seconds: number): Promise<Record<string, number>> {
+  const before = new Map(tree(root).map((p) => [p.pid, { startMs: p.startMs, cpu: cpuOf(p.pid) }]));
+  const t0 = Date.now();
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  const perMinute = 60 / ((Date.now() - t0) / 1000);
+  const sums: Record<string, number> = {};
+  const add = (k: string, v: number) => (sums[k] = (sums[k] ?? 0) + v);
+  for (const p of tree(root)) {
+    const now = cpuOf(p.pid);
+    if (!now) continue;
+    const was = before.get(p.pid);
+    const same = was?.cpu && was.startMs === p.startMs;
+    const name = component(p, root);
+    add(name, now.own - (same ? was.cpu!.own : 0));
+    if (name === "machined") add("machined's reaped children", now.children - (same ? was.cpu!.children : 0));
+  }
+  return Object.fromEntries(Object.entries(sums).sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, Math.round(v * perMinute * 10) / 10]));
+}
+
+/** V8's CPU profile: nodes with call frames, samples (node ids) and the µs between them, on CLOCK_MONOTONIC. */
+interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
+  startTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Self time (ms) by function and by bundled source file, for the samples of `profile` within [fromUs, toUs]. */
+function selfTime(profile: CpuProfile, fromUs: number, toUs: number, sourceOf: (line: number) => string) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+  const fns = new Map<string, number>();
+  const files = new Map<string, number>();
+  let t = profile.startTime;
+  let total = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i];
+    if (t < fromUs || t > toUs) continue;
+    const dt = (profile.timeDeltas[i + 1] ?? 0) / 1000;
+    const f = byId.get(profile.samples[i])!;
+    if (f.functionName === "(idle)") continue;
+    total += dt;
+    const file = f.url ? sourceOf(f.lineNumber + 1) : f.functionName;
+    fns.set(`${f.functionName || "(anonymous)"} ${file}:${f.lineNumber + 1}`, (fns.get(`${f.functionName || "(anonymous)"} ${file}:${f.lineNumber + 1}`) ?? 0) + dt);
+    files.set(file, (files.get(file) ?? 0) + dt);
+  }
+  const top = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n);
+  return { total, functions: top(fns, 25), files: top(files, 20) };
+}
+
+/** Which source file a line of dist/machined.cjs comes from (esbuild marks each module with a `// path` line). */
+function bundleSources(): (line: number) => string {
+  const lines = readFileSync(new URL("../dist/machined.cjs", import.meta.url), "utf8").split("\n");
+  const starts: [number, string][] = [];
+  lines.forEach((l, i) => {
+    const hit = /^\/\/ ((?:src|node_modules)\/\S+)$/.exec(l);
+    if (hit) starts.push([i + 1, hit[1]]);
+  });
+  return (line) => {
+    let lo = 0;
+    let hi = starts.length - 1;
+    let found = "(bundle prelude)";
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (starts[mid][0] <= line) {
+        found = starts[mid][1];
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found;
+  };
+}
+
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 
 const cgroupOf = (pid: number) => {
   try {
@@ -141,9 +246,18 @@ function newest(root: number, name: string): Proc | undefined {
 // ---- the run ----
 const lab = await startLab("bench", "10.214.91");
 const ip = lab.address(2).split("/")[0];
-const node = await startSandbox(lab, "bench-cp", 2, { logLevel: "warn" });
+// The profiler's folder is one path for both sides: the launcher on the host writes its profile under the host's
+// /var/lib, the node inside under its own /var (the state folder's var/), copied out once it has stopped.
+const PROFILE_PATH = "/var/lib/machined-cpu-prof";
+if (profileDir) mkdirSync(profileDir, { recursive: true });
+const node = await startSandbox(lab, "bench-cp", 2, { logLevel: "warn", nodeArgs: profileDir ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_PATH}`] : undefined }).catch(async (err) => {
+  await lab.stop();
+  throw err;
+});
 const figures: Record<string, number> = {};
 const memory: Record<string, Record<string, number>> = {};
+let cpu: Record<string, number> = {};
+let restWindowUs: [number, number] | undefined;
 let admin: TestClient | undefined;
 try {
   const root = node.pid;
@@ -236,6 +350,10 @@ try {
   mark("health all OK");
   await new Promise((r) => setTimeout(r, 10_000)); // components settle after start-up
   memory["after Ready (+10 s)"] = rssByComponent(root);
+  console.log(`CPU at rest: ${restSeconds} s ...`);
+  const restFrom = monotonicUs();
+  cpu = await cpuAtRest(root, restSeconds);
+  restWindowUs = [restFrom, monotonicUs()];
 
   if (apiserver) figures["floor: API server's own start → /readyz"] = Math.round((figures["API server /readyz ok"] - figures["API server process started"]) * 10) / 10;
   // Node Ready needs the CNI: flanneld writes its config when it starts, and the kubelet notices.
@@ -244,7 +362,16 @@ try {
   if (flannel) figures["orchestration: API server ready → flanneld process"] = Math.round((figures["flanneld process started"] - figures["API server /readyz ok"]) * 10) / 10;
 } finally {
   admin?.close();
-  await node.stop();
+  await node.stop({ keepState: true });
+  if (profileDir) {
+    for (const from of [PROFILE_PATH, join(node.stateDir, PROFILE_PATH)]) {
+      if (!existsSync(from)) continue;
+      for (const f of readdirSync(from)) copyFileSync(join(from, f), join(profileDir, f));
+    }
+    rmSync(PROFILE_PATH, { recursive: true, force: true });
+  }
+  rmSync(node.stateDir, { recursive: true, force: true, maxRetries: 5 });
+  rmSync(`${node.stateDir}.log`, { force: true });
   await lab.stop();
 }
 
@@ -255,4 +382,23 @@ for (const [when, sums] of Object.entries(memory)) {
   for (const [k, v] of Object.entries(sums)) console.log(`  ${k.padEnd(30)} ${v.toFixed(1)}`);
   if (Object.keys(sums).length > 1) console.log(`  ${"total".padEnd(30)} ${Object.values(sums).reduce((x, y) => x + y, 0).toFixed(1)}`);
 }
-if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ kubernetes: VERSION, seconds: figures, rssMiB: memory }, null, 2));
+if (Object.keys(cpu).length) {
+  console.log(`\nCPU at rest (CPU-seconds per minute, ${restSeconds} s after every pod Running):`);
+  for (const [k, v] of Object.entries(cpu)) console.log(`  ${k.padEnd(40)} ${v.toFixed(1)}`);
+  console.log(`  ${"total".padEnd(40)} ${Object.values(cpu).reduce((x, y) => x + y, 0).toFixed(1)}`);
+}
+if (profileDir && restWindowUs) {
+  // The node's own profile is the one with the most samples in the window (the launcher on the host side is idle).
+  const sourceOf = bundleSources();
+  const profiles = readdirSync(profileDir)
+    .filter((f) => f.endsWith(".cpuprofile"))
+    .map((f) => ({ f, r: selfTime(JSON.parse(readFileSync(join(profileDir, f), "utf8")) as CpuProfile, restWindowUs![0], restWindowUs![1], sourceOf) }))
+    .sort((a, b) => b.r.total - a.r.total);
+  for (const { f, r } of profiles.slice(0, 2)) {
+    console.log(`\n${f}: ${(r.total / 1000).toFixed(1)} CPU-s sampled in the rest window; self time by source file (ms):`);
+    for (const [k, v] of r.files) console.log(`  ${v.toFixed(0).padStart(7)}  ${k}`);
+    console.log("  by function (ms):");
+    for (const [k, v] of r.functions) console.log(`  ${v.toFixed(0).padStart(7)}  ${k}`);
+  }
+}
+if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ kubernetes: VERSION, seconds: figures, rssMiB: memory, cpuSecondsPerMinuteAtRest: cpu }, null, 2));

@@ -102,11 +102,13 @@ export interface SandboxNode {
   /** The agent's process id on the host (the launcher: the sandbox's processes descend from it). */
   pid: number;
   log(): string;
-  stop(): Promise<void>;
+  /** Stops the node and removes its state folder and log (`keepState`: the caller removes them). */
+  stop(opts?: { keepState?: boolean }): Promise<void>;
 }
 
 /** Starts a sandboxed node on `lab` and waits for its API to accept connections. */
-export async function startSandbox(lab: Lab, name: string, n: number, opts: { logLevel?: string } = {}): Promise<SandboxNode> {
+/** `nodeArgs` go to node before the agent (the launcher passes them on to the node), e.g. `--cpu-prof`. */
+export async function startSandbox(lab: Lab, name: string, n: number, opts: { logLevel?: string; nodeArgs?: string[] } = {}): Promise<SandboxNode> {
   const stateDir = mkdtempSync(join(tmpdir(), `machined-sb-${name}-`));
   const address = lab.address(n);
   const ip = address.split("/")[0];
@@ -117,6 +119,7 @@ export async function startSandbox(lab: Lab, name: string, n: number, opts: { lo
       "-c",
       `exec "$0" "$@" > ${JSON.stringify(logFile)} 2>&1`,
       process.execPath,
+      ...(opts.nodeArgs ?? []),
       AGENT,
       "start",
       "--sandbox",
@@ -142,12 +145,13 @@ export async function startSandbox(lab: Lab, name: string, n: number, opts: { lo
     ip,
     pid: child.pid!,
     log: () => (existsSync(logFile) ? readFileSync(logFile, "utf8") : ""),
-    async stop() {
+    async stop(o = {}) {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill("SIGTERM");
         const timeout = new Promise<"timeout">((res) => setTimeout(() => res("timeout"), 90_000));
         if ((await Promise.race([exited, timeout])) === "timeout") child.kill("SIGKILL");
       }
+      if (o.keepState) return;
       rmSync(stateDir, { recursive: true, force: true, maxRetries: 5 });
       rmSync(logFile, { force: true });
     },

@@ -7,13 +7,14 @@
  * `k8s.io` namespaces are created on first success.
  */
 import { dirname, join } from "node:path";
+import { ContainerdVersionClient } from "../../host/containerd-version.js";
 import { hostFiles, writeFileAtomic, type Files } from "../../host/files/index.js";
 import { ApiError, Code } from "../../machinery/errors.js";
 import { Ctr, type ContainerSummary } from "../ctr.js";
 import { followFile, type LogReadOptions } from "../logs.js";
 import { ProcessRunner } from "../runners/process.js";
 import { LOG_LABEL } from "../runners/containerd.js";
-import type { HealthSettings, RestartSettings, Runner, Service, StepContext } from "../types.js";
+import type { HealthSettings, RestartSettings, Runner, Service, ServiceState, StepContext } from "../types.js";
 
 export interface ContainerdPaths {
   root: string;
@@ -129,12 +130,15 @@ export class ContainerdService implements Service {
   readonly id: "containerd" | "cri";
   readonly paths: ContainerdPaths;
   readonly ctr: Ctr;
+  /** The health check's channel to the daemon (in process; see host/containerd-version.ts for why not `ctr`). */
+  private readonly versionClient: ContainerdVersionClient;
   private namespacesReady = false;
 
   constructor(private readonly o: ContainerdServiceOptions = {}) {
     this.id = o.id ?? "containerd";
     this.paths = o.paths ?? containerdPaths(o.stateDir && (this.id === "cri" ? join(o.stateDir, "cri") : o.stateDir));
     this.ctr = new Ctr(this.paths.socket, o.ctrBin);
+    this.versionClient = new ContainerdVersionClient(this.paths.socket);
   }
 
   get address(): string {
@@ -148,6 +152,10 @@ export class ContainerdService implements Service {
     this.namespacesReady = false;
   }
 
+  async post(_ctx: StepContext, _state: ServiceState): Promise<void> {
+    this.versionClient.close();
+  }
+
   runner(): Runner {
     return new ProcessRunner({ args: [this.o.binary ?? "containerd", "--config", this.paths.config], gracefulStopMs: this.o.gracefulStopMs });
   }
@@ -159,13 +167,19 @@ export class ContainerdService implements Service {
   health() {
     return {
       check: async (signal: AbortSignal) => {
-        await this.ctr.version({ signal });
+        try {
+          await this.versionClient.version(signal, 3000);
+        } catch (err) {
+          // A fresh channel next time: grpc-js would otherwise wait out its reconnect backoff after a restart.
+          this.versionClient.close();
+          throw err;
+        }
         if (!this.namespacesReady) {
           await this.ctr.ensureNamespaces(this.o.namespaces ?? ["system", "k8s.io"], { signal });
           this.namespacesReady = true;
         }
       },
-      // ctr is a process spawn: allow more than upstream's in-process 500 ms.
+      // The namespaces step (once per start) is a `ctr` spawn: allow more than upstream's in-process 500 ms.
       settings: { initialDelayMs: 200, periodMs: 5000, timeoutMs: 3000, ...this.o.health },
     };
   }
