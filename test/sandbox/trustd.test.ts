@@ -123,7 +123,8 @@ describe.skipIf(!!skip)("trustd between sandboxed nodes", () => {
       async () => {
         const services = await reader.unary(MachineService, "ServiceList", EmptySchema, m.ServiceListResponseSchema, {}, { deadlineMs: 5000 });
         const trustd = services.messages[0].services.find((x) => x.id === "trustd");
-        expect(trustd, JSON.stringify(trustd)).toMatchObject({ state: "Running", health: { healthy: true } });
+        const seen = `state ${trustd?.state}, healthy ${trustd?.health?.healthy}, last health message ${JSON.stringify(trustd?.health?.lastMessage)}`;
+        expect(trustd, seen).toMatchObject({ state: "Running", health: { healthy: true } });
       },
       30_000,
       "trustd Running and healthy on the control plane",
